@@ -1,0 +1,88 @@
+import { mkdirSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { PrismaClient } from "../generated/prisma/client";
+import { databaseConfigFromEnv, type DatabaseConfig, type DatabaseMode } from "./config";
+import { pgExecutor, pgliteExecutor, type SqlExecutor } from "./sql";
+
+export type Prisma = PrismaClient;
+
+/** One handle on the database, whichever mode it runs in. */
+export interface Database {
+  mode: DatabaseMode;
+  prisma: PrismaClient;
+  /** Pooled raw SQL for set-based work. */
+  sql: SqlExecutor;
+  /** Runs `fn` on one dedicated session (needed for advisory locks and migrations). */
+  withSession<T>(fn: (session: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: number } = {}): Promise<Database> {
+  if (config.mode === "postgres") {
+    if (!config.url) throw new Error("postgres mode needs a connection string");
+    const pool = new pg.Pool({ connectionString: config.url, max: opts.poolSize ?? 10 });
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+    return {
+      mode: "postgres",
+      prisma,
+      sql: pgExecutor(pool),
+      async withSession(fn) {
+        const client = await pool.connect();
+        try {
+          return await fn(pgExecutor(client));
+        } finally {
+          client.release();
+        }
+      },
+      async close() {
+        await prisma.$disconnect();
+        await pool.end().catch(() => {});
+      },
+    };
+  }
+  const dataDir = config.dataDir ?? "memory://";
+  if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
+  // PGlite is one connection in this process: every "session" is the same one.
+  const lite = await PGlite.create(dataDir);
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
+  const sql = pgliteExecutor(lite);
+  return {
+    mode: "embedded",
+    prisma,
+    sql,
+    withSession: (fn) => fn(sql),
+    async close() {
+      await prisma.$disconnect();
+      await lite.close();
+    },
+  };
+}
+
+type Holder = { promise?: Promise<Database> };
+// Survives Next's module reloading in dev, so one process opens PGlite once.
+const holder: Holder = ((globalThis as { __idempotencyConsoleDb?: Holder }).__idempotencyConsoleDb ??= {});
+
+/**
+ * The process-wide database, opened lazily (next build imports route modules and
+ * must not connect). `prepare` runs once after opening (bootstrap: migrate + seed).
+ */
+export function getDatabase(prepare?: (db: Database) => Promise<void>): Promise<Database> {
+  holder.promise ??= (async () => {
+    const db = await openDatabase(databaseConfigFromEnv());
+    if (prepare) await prepare(db);
+    return db;
+  })().catch((err) => {
+    holder.promise = undefined;
+    throw err;
+  });
+  return holder.promise;
+}
+
+export async function closeDatabase(): Promise<void> {
+  const p = holder.promise;
+  holder.promise = undefined;
+  if (p) await (await p).close();
+}

@@ -1,0 +1,50 @@
+import type { PGlite } from "@electric-sql/pglite";
+import pg from "pg";
+
+/**
+ * The smallest raw-SQL surface the console needs outside Prisma: multi-statement
+ * scripts (migrations), session-level advisory locks and set-based bulk loading.
+ * Both database modes implement it, so the code above it never branches on mode.
+ */
+export interface SqlExecutor {
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Runs a script of several statements (no parameters). */
+  exec(script: string): Promise<void>;
+}
+
+// BIGINT as BigInt, like Prisma. Per query: a global parser would break the Prisma
+// adapter sharing the pool, which expects pg's default strings.
+const PG_TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === 20 ? (v: string) => BigInt(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** A session on a single pg connection (advisory locks are per session), or the pool. */
+export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
+  return {
+    async query<T>(text: string, params: unknown[] = []) {
+      const result = await client.query({ text, values: params, types: PG_TYPES });
+      return result.rows as T[];
+    },
+    async exec(script: string) {
+      // Without parameters pg uses the simple query protocol, which accepts many statements.
+      await client.query(script);
+    },
+  };
+}
+
+// BIGINT as BigInt in both modes (see PG_TYPES). Per query,
+// so the Prisma adapter sharing this PGlite instance keeps its own parsing.
+const PGLITE_PARSERS = { 20: (v: string) => BigInt(v) };
+
+export function pgliteExecutor(db: PGlite): SqlExecutor {
+  return {
+    async query<T>(text: string, params: unknown[] = []) {
+      const result = await db.query<T>(text, params, { parsers: PGLITE_PARSERS });
+      return result.rows;
+    },
+    async exec(script: string) {
+      await db.exec(script);
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { createHash } from "node:crypto";
+import { InvalidInputError } from "./errors";
+
+/**
+ * Canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace, arrays kept in
+ * order, strings and numbers as JSON.stringify writes them. Writers in other
+ * languages must produce the same bytes (the README shows PHP's equivalent), so
+ * the same intent hashes the same everywhere. Integers only for amounts: floats
+ * print differently across languages.
+ */
+export function canonicalJson(value: unknown): string {
+  return write(value, "$", new Set());
+}
+
+function write(value: unknown, path: string, seen: Set<object>): string {
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value);
+    case "boolean":
+      return value ? "true" : "false";
+    case "number":
+      if (!Number.isFinite(value)) throw new InvalidInputError(`payload ${path} is not a finite number`);
+      return JSON.stringify(value);
+    case "bigint":
+      return value.toString();
+    case "object": {
+      if (seen.has(value)) throw new InvalidInputError(`payload ${path} contains a cycle`);
+      seen.add(value);
+      let out: string;
+      if (Array.isArray(value)) {
+        out = "[" + value.map((v, i) => write(v, `${path}[${i}]`, seen)).join(",") + "]";
+      } else if (value instanceof Date) {
+        out = JSON.stringify(value.toISOString());
+      } else {
+        const proto = Object.getPrototypeOf(value);
+        if (proto !== Object.prototype && proto !== null) {
+          throw new InvalidInputError(`payload ${path} is not plain JSON data`);
+        }
+        const entries = Object.entries(value as Record<string, unknown>)
+          .filter(([, v]) => v !== undefined)
+          .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        out = "{" + entries.map(([k, v]) => JSON.stringify(k) + ":" + write(v, `${path}.${k}`, seen)).join(",") + "}";
+      }
+      seen.delete(value);
+      return out;
+    }
+    default:
+      throw new InvalidInputError(`payload ${path} has a ${typeof value}, which is not JSON`);
+  }
+}
+
+/** Lowercase hex SHA-256 of the canonical JSON of the payload. */
+export function payloadHash(payload: unknown): string {
+  return createHash("sha256").update(canonicalJson(payload), "utf8").digest("hex");
+}

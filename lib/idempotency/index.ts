@@ -1,0 +1,5 @@
+export * from "./errors";
+export * from "./hash";
+export * from "./http";
+export * from "./schemas";
+export * from "./store";

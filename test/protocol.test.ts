@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  IdempotencyStore,
+  InvalidInputError,
+  MissingKeyError,
+  NotFoundError,
+  StateConflictError,
+  payloadHash,
+  responseForNonOwner,
+} from "@/lib/idempotency";
+import { createTestDatabase, type TestDatabase } from "./helpers/db";
+
+let db: TestDatabase;
+let store: IdempotencyStore;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  store = new IdempotencyStore(db.prisma);
+});
+afterAll(() => db?.drop());
+
+const base = { scope: "tenant:acme", operation: "capture_payment", payload: { amount: 1299, currency: "EUR", order: "o-1" } };
+let n = 0;
+const freshKey = () => `key-${Date.now()}-${n++}`;
+
+async function counts(key: string) {
+  const records = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records WHERE idempotency_key = $1`, [key]);
+  const events = await db.sql.query<{ kind: string; n: bigint }>(
+    `SELECT kind, count(*)::bigint AS n FROM idempotency_events WHERE idempotency_key = $1 GROUP BY kind ORDER BY kind`,
+    [key],
+  );
+  return { records: Number(records[0].n), events: Object.fromEntries(events.map((e) => [e.kind, Number(e.n)])) };
+}
+
+describe("reservation", () => {
+  it("50 concurrent reservations of one key: exactly one owner, the rest see it in progress or replay", async () => {
+    const key = freshKey();
+    const results = await Promise.all(Array.from({ length: 50 }, () => store.begin({ ...base, key })));
+    const owners = results.filter((r) => r.outcome === "owner");
+    expect(owners).toHaveLength(1);
+    expect(results.filter((r) => r.outcome === "in_progress" || r.outcome === "replay")).toHaveLength(49);
+    const c = await counts(key);
+    expect(c.records).toBe(1);
+    expect(c.events.reserved).toBe(1);
+    expect((c.events.in_progress ?? 0) + (c.events.replayed ?? 0)).toBe(49);
+  });
+
+  it("a different payload under the same key is a conflict (422) and executes nothing", async () => {
+    const key = freshKey();
+    const first = await store.begin({ ...base, key });
+    expect(first.outcome).toBe("owner");
+    await store.complete(first.record.id, { code: 201, body: '{"ok":true}' });
+    let executed = 0;
+    const second = await store.begin({ ...base, key, payload: { ...base.payload, amount: 9999 } });
+    if (second.outcome === "owner") executed++;
+    expect(second.outcome).toBe("conflict");
+    expect(executed).toBe(0);
+    const res = responseForNonOwner(second)!;
+    expect(res.status).toBe(422);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    const problem = await res.json();
+    expect(problem.expectedPayloadHash).toBe(payloadHash(base.payload));
+    const c = await counts(key);
+    expect(c.records).toBe(1);
+    expect(c.events).toEqual({ reserved: 1, completed: 1, conflict: 1 });
+    const [conflict] = await db.sql.query<{ detail: { expectedPayloadHash: string; receivedPayloadHash: string } }>(
+      `SELECT detail FROM idempotency_events WHERE idempotency_key = $1 AND kind = 'conflict'`,
+      [key],
+    );
+    expect(conflict.detail.receivedPayloadHash).toBe(payloadHash({ ...base.payload, amount: 9999 }));
+    // The stored record is untouched.
+    const rec = await store.find(first.record.id);
+    expect(rec!.payloadHash).toBe(payloadHash(base.payload));
+    expect(rec!.version).toBe(1);
+  });
+
+  it("key order and whitespace do not change the hash; values do", () => {
+    expect(payloadHash({ a: 1, b: [1, 2], c: { y: "é", x: null } })).toBe(payloadHash({ c: { x: null, y: "é" }, b: [1, 2], a: 1 }));
+    expect(payloadHash({ a: 1 })).not.toBe(payloadHash({ a: 2 }));
+    expect(payloadHash({ b: [1, 2] })).not.toBe(payloadHash({ b: [2, 1] }));
+  });
+
+  it("replay returns the stored code, headers and body byte-for-byte", async () => {
+    const key = freshKey();
+    const first = await store.begin({ ...base, key });
+    const headers: [string, string][] = [
+      ["Content-Type", "application/json; charset=utf-8"],
+      ["Set-Cookie", "a=1; Path=/"],
+      ["Set-Cookie", "b=2; Path=/"],
+      ["X-Request-Id", "req_123"],
+    ];
+    const body = '{"id":"ch_1","amount":1299,  "note":"spaces kept, \\u00e9 and ü kept","z":1,"a":2}\n';
+    await store.complete(first.record.id, { code: 201, headers, body, resourceType: "charge", resourceId: "ch_1", providerReference: "psp_ref_1" });
+    const again = await store.begin({ ...base, key });
+    expect(again.outcome).toBe("replay");
+    if (again.outcome !== "replay") return;
+    expect(again.response.code).toBe(201);
+    expect(again.response.headers).toEqual(headers);
+    expect(Buffer.from(again.response.body!).equals(Buffer.from(body))).toBe(true);
+    const http = responseForNonOwner(again)!;
+    expect(http.status).toBe(201);
+    expect(http.headers.get("idempotent-replayed")).toBe("true");
+    expect(http.headers.getSetCookie()).toEqual(["a=1; Path=/", "b=2; Path=/"]);
+    expect(await http.text()).toBe(body);
+  });
+
+  it("a failed request replays its stored error response", async () => {
+    const key = freshKey();
+    const first = await store.begin({ ...base, key });
+    await store.fail(first.record.id, { code: 402, body: '{"error":"card_declined"}', error: "card declined" });
+    const again = await store.begin({ ...base, key });
+    expect(again.outcome).toBe("replay");
+    if (again.outcome === "replay") expect(again.response).toEqual({ code: 402, headers: [], body: '{"error":"card_declined"}' });
+  });
+
+  it("provider timeout: pending with the provider request id and an open reconciliation item", async () => {
+    const key = freshKey();
+    const first = await store.begin({ ...base, key, provider: "mockpay", amountMinor: 1299, currency: "EUR" });
+    const { record, reconciliationItemId } = await store.markPending(first.record.id, { providerRequestId: "preq_42", error: "timeout after 10s" });
+    expect(record.status).toBe("pending");
+    expect(record.providerRequestId).toBe("preq_42");
+    const [item] = await db.sql.query<{ id: bigint; state: string; provider: string; provider_request_id: string; record_id: bigint; next_check_at: Date }>(
+      `SELECT id, state, provider, provider_request_id, record_id, next_check_at FROM reconciliation_items WHERE record_id = $1`,
+      [record.id],
+    );
+    expect(item).toMatchObject({ id: reconciliationItemId, state: "open", provider: "mockpay", provider_request_id: "preq_42", record_id: record.id });
+    expect(item.next_check_at.getTime()).toBeGreaterThan(Date.now());
+    const retry = await store.begin({ ...base, key, provider: "mockpay", amountMinor: 1299, currency: "EUR" });
+    expect(retry.outcome).toBe("in_progress");
+    expect(responseForNonOwner(retry)!.status).toBe(409);
+    expect((await counts(key)).events).toEqual({ reserved: 1, pending: 1, in_progress: 1 });
+  });
+});
+
+describe("bad input: clear errors, nothing written", () => {
+  async function totals() {
+    const [r] = await db.sql.query<{ records: bigint; events: bigint; items: bigint }>(
+      `SELECT (SELECT count(*) FROM idempotency_records)::bigint AS records,
+              (SELECT count(*) FROM idempotency_events)::bigint AS events,
+              (SELECT count(*) FROM reconciliation_items)::bigint AS items`,
+    );
+    return r;
+  }
+
+  it.each([
+    ["missing key", { ...base, key: undefined }, MissingKeyError, 400],
+    ["empty key", { ...base, key: "" }, MissingKeyError, 400],
+    ["overlong key", { ...base, key: "k".repeat(256) }, InvalidInputError, 400],
+    ["key with spaces", { ...base, key: "a b" }, InvalidInputError, 400],
+    ["bad scope", { ...base, key: "k1", scope: "" }, InvalidInputError, 400],
+    ["bad operation", { ...base, key: "k1", operation: "Capture Payment" }, InvalidInputError, 400],
+    ["bad currency", { ...base, key: "k1", currency: "euro" }, InvalidInputError, 400],
+    ["non-JSON payload", { ...base, key: "k1", payload: { f: () => 1 } }, InvalidInputError, 400],
+    ["NaN in payload", { ...base, key: "k1", payload: { amount: NaN } }, InvalidInputError, 400],
+    ["fractional amount", { ...base, key: "k1", amountMinor: 12.5 }, InvalidInputError, 400],
+  ])("%s → %s", async (_name, input, errorClass, status) => {
+    const before = await totals();
+    const err = await store.begin(input as never).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(errorClass);
+    expect((err as InvalidInputError).status).toBe(status);
+    expect((err as InvalidInputError).toProblem().detail).toMatch(/\w/);
+    expect(await totals()).toEqual(before);
+  });
+
+  it("transitions on unknown or already-finished records are refused", async () => {
+    const before = await totals();
+    await expect(store.complete(987654321n, { code: 200 })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(store.complete("not-a-number", { code: 200 })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(store.complete(1n, { code: 99 })).rejects.toBeInstanceOf(InvalidInputError);
+    expect(await totals()).toEqual(before);
+
+    const key = freshKey();
+    const first = await store.begin({ ...base, key });
+    await store.complete(first.record.id, { code: 200 });
+    const mid = await totals();
+    await expect(store.complete(first.record.id, { code: 201 })).rejects.toBeInstanceOf(StateConflictError);
+    await expect(store.fail(first.record.id, { code: 500, error: "x" })).rejects.toBeInstanceOf(StateConflictError);
+    await expect(store.markPending(first.record.id, { providerRequestId: "p", error: "t", provider: "mockpay" })).rejects.toBeInstanceOf(StateConflictError);
+    expect(await totals()).toEqual(mid);
+  });
+
+  it("the database refuses rows that break the contract, whoever writes them", async () => {
+    await expect(
+      db.sql.query(
+        `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k','${"a".repeat(64)}','done', now())`,
+      ),
+    ).rejects.toThrow(/status_check/);
+    await expect(
+      db.sql.query(
+        `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k','not-hex','processing', now())`,
+      ),
+    ).rejects.toThrow(/payload_hash_check/);
+  });
+});
