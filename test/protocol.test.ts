@@ -152,6 +152,8 @@ describe("bad input: clear errors, nothing written", () => {
     ["non-JSON payload", { ...base, key: "k1", payload: { f: () => 1 } }, InvalidInputError, 400],
     ["NaN in payload", { ...base, key: "k1", payload: { amount: NaN } }, InvalidInputError, 400],
     ["fractional amount", { ...base, key: "k1", amountMinor: 12.5 }, InvalidInputError, 400],
+    ["float in payload (not reproducible across languages)", { ...base, key: "k1", payload: { amount: 12.5 } }, InvalidInputError, 400],
+    ["Date in payload", { ...base, key: "k1", payload: { at: new Date() } }, InvalidInputError, 400],
   ])("%s → %s", async (_name, input, errorClass, status) => {
     const before = await totals();
     const err = await store.begin(input as never).then(

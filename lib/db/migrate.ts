@@ -13,7 +13,8 @@ import type { SqlExecutor } from "./sql";
 /** Prisma's advisory lock key: our runner and `prisma migrate` exclude each other. */
 export const PRISMA_MIGRATE_LOCK_ID = 72707369;
 
-export const DEFAULT_MIGRATIONS_DIR = path.resolve("prisma/migrations");
+// Statically scoped so the bundler traces only this folder.
+export const DEFAULT_MIGRATIONS_DIR = path.join(process.cwd(), "prisma", "migrations");
 
 // The bookkeeping table as Prisma's schema engine creates it on PostgreSQL.
 const CREATE_MIGRATIONS_TABLE = `
@@ -51,7 +52,7 @@ export class MigrationError extends Error {
 }
 
 export async function readLocalMigrations(dir = DEFAULT_MIGRATIONS_DIR): Promise<LocalMigration[]> {
-  const entries = await readdir(dir, { withFileTypes: true });
+  const entries = await readdir(/*turbopackIgnore: true*/ dir, { withFileTypes: true });
   const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
   return Promise.all(
     names.map(async (name) => {
@@ -121,9 +122,23 @@ export interface MigrateResult {
  * Each migration runs in its own transaction; a failure rolls it back and marks
  * the row rolled back with the error in `logs`, so a fixed file can be re-run.
  */
-export async function migrate(
+export function migrate(
   sql: SqlExecutor,
   opts: { dir?: string; log?: (line: string) => void } = {},
+): Promise<MigrateResult> {
+  // Advisory locks are re-entrant within a session, and embedded PGlite has a single
+  // session: two runners sharing it would both "hold" the lock and interleave (the
+  // second one then sees the first one's unfinished row). Queue them in-process.
+  const run = (sessionQueues.get(sql) ?? Promise.resolve()).then(() => migrateLocked(sql, opts));
+  sessionQueues.set(sql, run.catch(() => {}));
+  return run;
+}
+
+const sessionQueues = new WeakMap<SqlExecutor, Promise<unknown>>();
+
+async function migrateLocked(
+  sql: SqlExecutor,
+  opts: { dir?: string; log?: (line: string) => void },
 ): Promise<MigrateResult> {
   const log = opts.log ?? (() => {});
   const local = await readLocalMigrations(opts.dir);

@@ -5,8 +5,9 @@ import { InvalidInputError } from "./errors";
  * Canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace, arrays kept in
  * order, strings and numbers as JSON.stringify writes them. Writers in other
  * languages must produce the same bytes (the README shows PHP's equivalent), so
- * the same intent hashes the same everywhere. Integers only for amounts: floats
- * print differently across languages.
+ * the same intent hashes the same everywhere. Numbers must be integers (amounts
+ * in minor units): floats and dates print differently across languages, so they
+ * are refused rather than hashed in a way another writer cannot reproduce.
  */
 export function canonicalJson(value: unknown): string {
   return write(value, "$", new Set());
@@ -20,7 +21,9 @@ function write(value: unknown, path: string, seen: Set<object>): string {
     case "boolean":
       return value ? "true" : "false";
     case "number":
-      if (!Number.isFinite(value)) throw new InvalidInputError(`payload ${path} is not a finite number`);
+      if (!Number.isSafeInteger(value)) {
+        throw new InvalidInputError(`payload ${path} is ${value}: only integers are allowed (send amounts in minor units, decimals as strings)`);
+      }
       return JSON.stringify(value);
     case "bigint":
       return value.toString();
@@ -30,8 +33,6 @@ function write(value: unknown, path: string, seen: Set<object>): string {
       let out: string;
       if (Array.isArray(value)) {
         out = "[" + value.map((v, i) => write(v, `${path}[${i}]`, seen)).join(",") + "]";
-      } else if (value instanceof Date) {
-        out = JSON.stringify(value.toISOString());
       } else {
         const proto = Object.getPrototypeOf(value);
         if (proto !== Object.prototype && proto !== null) {

@@ -35,7 +35,10 @@ CREATE TABLE "idempotency_records" (
     CONSTRAINT "idempotency_records_key_length_check"
         CHECK (length("idempotency_key") BETWEEN 1 AND 255),
     CONSTRAINT "idempotency_records_currency_check"
-        CHECK ("currency" IS NULL OR "currency" ~ '^[A-Z]{3}$')
+        CHECK ("currency" IS NULL OR "currency" ~ '^[A-Z]{3}$'),
+    -- [name, value] pairs keep order and repeated headers; an object would lose both.
+    CONSTRAINT "idempotency_records_response_headers_check"
+        CHECK ("response_headers" IS NULL OR jsonb_typeof("response_headers") = 'array')
 );
 
 CREATE UNIQUE INDEX "idempotency_records_scope_operation_key_key"

@@ -1,0 +1,317 @@
+/**
+ * Volume benchmark against a real Postgres server.
+ *
+ *   DATABASE_URL=postgresql://… npm run bench:fill -- [--records 1000000] [--events-per-record 3]
+ *       [--fill-concurrency N] [--requests 5000] [--concurrency 8] [--seed 1] [--keep]
+ *
+ * 1. Creates a throwaway database `ic_bench_<timestamp>` on the DATABASE_URL server
+ *    (or uses BENCH_DATABASE_URL as is: never created nor dropped) and migrates it.
+ * 2. Fills it with lib/demo/bulk.ts (set-based SQL): records/s and events/s.
+ * 3. On that filled database, compares the writers' protocol library
+ *    (IdempotencyStore: begin + complete through Prisma) with the raw-SQL
+ *    equivalent through pg at the same concurrency: the same statements (record +
+ *    event row), the bare minimum (INSERT … ON CONFLICT + UPDATE, no events), and
+ *    the replay path.
+ * 4. Drops the throwaway database unless --keep.
+ */
+import { availableParallelism } from "node:os";
+import pg from "pg";
+import { openDatabase, type Database } from "@/lib/db/client";
+import { redactUrl } from "@/lib/db/config";
+import { migrate } from "@/lib/db/migrate";
+import { bulkGenerate } from "@/lib/demo/bulk";
+import { IdempotencyStore, payloadHash } from "@/lib/idempotency";
+
+interface Args {
+  records: number;
+  eventsPerRecord: number;
+  fillConcurrency: number;
+  requests: number;
+  concurrency: number;
+  seed: number;
+  keep: boolean;
+}
+
+const USAGE =
+  "usage: npm run bench:fill -- [--records N] [--events-per-record N] [--fill-concurrency N] [--requests N] [--concurrency N] [--seed N] [--keep]";
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = {
+    records: 1_000_000,
+    eventsPerRecord: 3,
+    fillConcurrency: Math.min(4, availableParallelism()),
+    requests: 5000,
+    concurrency: 8,
+    seed: 1,
+    keep: false,
+  };
+  const numeric: Record<string, keyof Args> = {
+    "--records": "records",
+    "--events-per-record": "eventsPerRecord",
+    "--fill-concurrency": "fillConcurrency",
+    "--requests": "requests",
+    "--concurrency": "concurrency",
+    "--seed": "seed",
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split("=", 2);
+    if (flag === "--keep") {
+      args.keep = true;
+      continue;
+    }
+    if (flag === "--help" || flag === "-h") {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    const field = numeric[flag];
+    if (!field) throw new Error(`unknown option ${argv[i]}\n${USAGE}`);
+    const value = Number(inline ?? argv[++i]);
+    if (!Number.isInteger(value) || value < (field === "records" || field === "seed" ? 0 : 1)) throw new Error(`${flag} needs a whole number\n${USAGE}`);
+    (args as unknown as Record<string, number>)[field] = value;
+  }
+  return args;
+}
+
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+
+async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Protocol throughput
+
+interface Measured {
+  name: string;
+  requests: number;
+  ms: number;
+  latencies: number[];
+  queries: string;
+}
+
+async function measure(name: string, queries: string, n: number, concurrency: number, one: (i: number) => Promise<void>): Promise<Measured> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const t = performance.now();
+        await one(i);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  return { name, requests: n, ms: performance.now() - started, latencies, queries };
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+function printTable(rows: Measured[], concurrency: number) {
+  const header = ["variant", "round trips", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms"];
+  const data = rows.map((r) => {
+    const s = [...r.latencies].sort((a, b) => a - b);
+    return [r.name, r.queries, fmt(r.requests), fmt(r.requests / (r.ms / 1000)), pct(s, 50).toFixed(2), pct(s, 95).toFixed(2), pct(s, 99).toFixed(2)];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...data.map((d) => d[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(`\nprotocol throughput, concurrency ${concurrency} (latency per request: begin + complete, or begin for replays)`);
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const d of data) console.log(line(d));
+}
+
+const RAW_BEGIN_WITH_EVENT = `
+  WITH ins AS (
+    INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, provider, amount_minor, currency,
+                                     created_at, updated_at, expires_at)
+    VALUES ($1, $2, $3, $4, 'processing', $5, $6, $7, now(), now(), now() + interval '30 days')
+    ON CONFLICT (scope, operation, idempotency_key) DO NOTHING
+    RETURNING *
+  ), ev AS (
+    INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, occurred_at)
+    SELECT id, scope, operation, idempotency_key, 'reserved', payload_hash, now() FROM ins
+  )
+  SELECT id FROM ins`;
+const RAW_COMPLETE_WITH_EVENT = `
+  WITH upd AS (
+    UPDATE idempotency_records SET status = 'completed', response_code = $2, response_headers = $3::jsonb, response_body = $4,
+           provider_reference = $5, updated_at = now(), version = version + 1
+     WHERE id = $1 AND status = 'processing'
+    RETURNING *
+  ), ev AS (
+    INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at)
+    SELECT id, scope, operation, idempotency_key, 'completed', payload_hash, response_code, now() FROM upd
+  )
+  SELECT id FROM upd`;
+const RAW_BEGIN = `
+  INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, provider, amount_minor, currency,
+                                   created_at, updated_at, expires_at)
+  VALUES ($1, $2, $3, $4, 'processing', $5, $6, $7, now(), now(), now() + interval '30 days')
+  ON CONFLICT (scope, operation, idempotency_key) DO NOTHING
+  RETURNING id`;
+const RAW_COMPLETE = `
+  UPDATE idempotency_records SET status = 'completed', response_code = $2, response_headers = $3::jsonb, response_body = $4,
+         provider_reference = $5, updated_at = now(), version = version + 1
+   WHERE id = $1 AND status = 'processing'`;
+const RAW_SELECT = `
+  SELECT id, payload_hash, status, response_code, response_headers, response_body
+    FROM idempotency_records WHERE scope = $1 AND operation = $2 AND idempotency_key = $3`;
+const RAW_REPLAY_EVENT = `
+  INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at)
+  VALUES ($1, $2, $3, $4, 'replayed', $5, $6, now())`;
+
+async function protocolBench(db: Database, url: string, args: Args): Promise<void> {
+  const runId = Date.now().toString(36);
+  const store = new IdempotencyStore(db.prisma);
+  const pool = new pg.Pool({ connectionString: url, max: args.concurrency });
+  const headers: [string, string][] = [["Content-Type", "application/json"]];
+  const req = (variant: string, i: number) => {
+    const payload = { order_id: `ord_${variant}_${i}`, amount_minor: 1000 + (i % 5000), currency: "EUR", payment_method: "pm_card_visa" };
+    return {
+      scope: `tenant:bench${i % 5}`,
+      operation: "capture_payment",
+      key: `bench-${runId}-${variant}-${i}`,
+      payload,
+      provider: "mockpay",
+      amountMinor: payload.amount_minor,
+      currency: "EUR",
+    };
+  };
+  const body = (i: number) => JSON.stringify({ id: `pay_${i}`, status: "captured" });
+
+  const lib = async (variant: string, i: number) => {
+    const r = await store.begin(req(variant, i));
+    if (r.outcome !== "owner") throw new Error(`expected to own ${variant} ${i}, got ${r.outcome}`);
+    await store.complete(r.record.id, { code: 201, headers, body: body(i), providerReference: `mp_ch_${i}` });
+  };
+  const raw = async (variant: string, i: number, withEvents: boolean) => {
+    const r = req(variant, i);
+    const hash = payloadHash(r.payload);
+    const ins = await pool.query<{ id: string }>(withEvents ? RAW_BEGIN_WITH_EVENT : RAW_BEGIN, [
+      r.scope, r.operation, r.key, hash, r.provider, r.amountMinor, r.currency,
+    ]);
+    const id = ins.rows[0]?.id;
+    if (!id) throw new Error(`expected to own ${variant} ${i}`);
+    await pool.query(withEvents ? RAW_COMPLETE_WITH_EVENT : RAW_COMPLETE, [id, 201, JSON.stringify(headers), body(i), `mp_ch_${i}`]);
+  };
+  const libReplay = async (variant: string, i: number) => {
+    const r = await store.begin(req(variant, i));
+    if (r.outcome !== "replay") throw new Error(`expected a replay, got ${r.outcome}`);
+  };
+  const rawReplay = async (variant: string, i: number) => {
+    const r = req(variant, i);
+    const hash = payloadHash(r.payload);
+    const ins = await pool.query(RAW_BEGIN_WITH_EVENT, [r.scope, r.operation, r.key, hash, r.provider, r.amountMinor, r.currency]);
+    if (ins.rows.length) throw new Error("expected an existing record");
+    const { rows } = await pool.query<{ id: string; payload_hash: string; status: string; response_code: number }>(RAW_SELECT, [r.scope, r.operation, r.key]);
+    if (rows[0]?.payload_hash !== hash || rows[0].status !== "completed") throw new Error("expected a completed record with the same hash");
+    await pool.query(RAW_REPLAY_EVENT, [rows[0].id, r.scope, r.operation, r.key, hash, rows[0].response_code]);
+  };
+
+  try {
+    // Warm up connections, plans and the JIT of this process (not measured).
+    const warm = Math.min(300, args.requests);
+    await measure("warm", "", warm, args.concurrency, (i) => lib("warmlib", i));
+    await measure("warm", "", warm, args.concurrency, (i) => raw("warmraw", i, true));
+    await measure("warm", "", warm, args.concurrency, (i) => raw("warmmin", i, false));
+
+    const n = args.requests;
+    const c = args.concurrency;
+    const rows: Measured[] = [];
+    rows.push(await measure("library: IdempotencyStore begin+complete (Prisma)", "2", n, c, (i) => lib("lib", i)));
+    rows.push(await measure("raw pg: same statements (record + event rows)", "2", n, c, (i) => raw("rawev", i, true)));
+    rows.push(await measure("raw pg: INSERT ON CONFLICT + UPDATE, no events", "2", n, c, (i) => raw("rawmin", i, false)));
+    rows.push(await measure("library: replay (begin on a completed key)", "3", n, c, (i) => libReplay("lib", i)));
+    rows.push(await measure("raw pg: replay (insert attempt, select, event)", "3", n, c, (i) => rawReplay("rawev", i)));
+    printTable(rows, c);
+  } finally {
+    await pool.end();
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const given = process.env.BENCH_DATABASE_URL?.trim();
+  const server = process.env.DATABASE_URL?.trim();
+  if (!given && !server) {
+    console.error("bench:fill needs a Postgres server: set DATABASE_URL (a throwaway database is created on it) or BENCH_DATABASE_URL (used as is)");
+    return 2;
+  }
+  let url: string;
+  let dropName: string | null = null;
+  if (given) {
+    url = given;
+  } else {
+    dropName = `ic_bench_${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}`;
+    await withAdmin(server!, (c) => c.query(`CREATE DATABASE "${dropName}"`));
+    const u = new URL(server!);
+    u.pathname = `/${dropName}`;
+    url = u.toString();
+  }
+  console.log(`database: ${redactUrl(url)}${dropName ? (args.keep ? " (throwaway, kept: --keep)" : " (throwaway, dropped at the end)") : " (BENCH_DATABASE_URL, kept)"}`);
+
+  let db: Database | null = null;
+  try {
+    db = await openDatabase({ mode: "postgres", url }, { poolSize: Math.max(args.concurrency, args.fillConcurrency) + 2 });
+    const [version] = await db.sql.query<{ v: string }>(`SELECT current_setting('server_version') AS v`);
+    console.log(`server: PostgreSQL ${version.v}, client cores: ${availableParallelism()}`);
+    await db.withSession((s) => migrate(s, { log: (l) => console.log(`  ${l}`) }));
+
+    console.log(`\nfilling ${fmt(args.records)} records × ${args.eventsPerRecord} events (batches of 100,000, ${args.fillConcurrency} at a time)…`);
+    const fill = await bulkGenerate(db.sql, {
+      records: args.records,
+      eventsPerRecord: args.eventsPerRecord,
+      seed: args.seed,
+      concurrency: args.fillConcurrency,
+      onProgress: (p) => console.log(`  batch ${p.batch}/${p.batches}: ${fmt(p.records)} records, ${fmt(p.events)} events, ${(p.elapsedMs / 1000).toFixed(1)} s`),
+    });
+    const secs = fill.elapsedMs / 1000;
+    console.log(
+      `filled ${fmt(fill.records)} records + ${fmt(fill.events)} events + ${fmt(fill.reconciliationItems)} reconciliation items in ${secs.toFixed(1)} s` +
+        (fill.skipped ? ` (${fmt(fill.skipped)} keys already present, skipped)` : ""),
+    );
+    console.log(`  ${fmt(fill.recordsPerSecond)} records/s, ${fmt(fill.eventsPerSecond)} events/s, ${fmt((fill.records + fill.events) / secs)} rows/s in all`);
+    console.log(`  status mix: ${JSON.stringify(fill.byStatus)}; events: ${JSON.stringify(fill.eventsByKind)}; double submits: ${fill.doubleSubmits}`);
+    // Settle before measuring: without this, autovacuum (1M fresh inserts) and the checkpoint
+    // flushing the fill compete with the protocol benchmark below.
+    const t = performance.now();
+    for (const table of ["idempotency_records", "idempotency_events", "reconciliation_items"]) await db.sql.query(`VACUUM (ANALYZE) ${table}`);
+    const checkpoint = await db.sql.query(`CHECKPOINT`).then(
+      () => "CHECKPOINT",
+      () => "no CHECKPOINT (needs superuser or pg_checkpoint)",
+    );
+    const [size] = await db.sql.query<{ size: string }>(`SELECT pg_size_pretty(pg_database_size(current_database())) AS size`);
+    console.log(`  VACUUM (ANALYZE) + ${checkpoint}: ${((performance.now() - t) / 1000).toFixed(1)} s; database size ${size.size}`);
+
+    await protocolBench(db, url, args);
+    return 0;
+  } finally {
+    await db?.close();
+    if (dropName && !args.keep) {
+      await withAdmin(server!, (c) => c.query(`DROP DATABASE IF EXISTS "${dropName}" WITH (FORCE)`));
+      console.log(`\ndropped ${dropName}`);
+    } else if (dropName) {
+      console.log(`\nkept ${dropName}: DROP DATABASE "${dropName}" when done`);
+    }
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exit(1);
+  },
+);

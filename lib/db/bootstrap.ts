@@ -1,0 +1,27 @@
+import { generateDemoTraffic } from "../demo/traffic";
+import type { Database } from "./client";
+import { migrate, migrationStatus } from "./migrate";
+
+/**
+ * Runs once per server process, right after the database is opened.
+ * Embedded mode is the zero-configuration demo: create, migrate, and fill a new
+ * database with demo traffic. On Postgres the operator migrates explicitly
+ * (`npm run db:migrate`); the server only reports what is missing.
+ */
+export async function prepareDatabase(db: Database, log: (line: string) => void = console.log): Promise<void> {
+  if (db.mode === "postgres") {
+    const status = await db.withSession((s) => migrationStatus(s));
+    if (status.state !== "up_to_date") {
+      log(`warning: database migrations are ${status.state} (pending: ${status.pending.join(", ") || "none"}); run npm run db:migrate`);
+    }
+    return;
+  }
+  const before = await migrationStatus(db.sql);
+  const fresh = before.applied.length === 0;
+  const result = await migrate(db.sql, { log: (l) => log(`embedded database: ${l}`) });
+  if (fresh && result.applied.length > 0) {
+    log("embedded database: new — generating demo traffic for the last 30 days…");
+    const summary = await generateDemoTraffic(db);
+    log(`embedded database: demo traffic ready (${JSON.stringify(summary)})`);
+  }
+}

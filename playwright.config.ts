@@ -1,0 +1,58 @@
+import { defineConfig, devices } from "@playwright/test";
+import { e2eDatabaseUrl } from "./e2e/support/env";
+
+// Debian's Chromium (apt-get install chromium), never a downloaded browser build.
+const chromium = {
+  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+};
+
+const pgUrl = e2eDatabaseUrl();
+const embeddedDir = `/tmp/ic-e2e-pglite-${process.pid}`;
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: "test-results/e2e",
+  timeout: 60_000,
+  workers: 1,
+  retries: 0,
+  reporter: [["list"]],
+  use: { ...devices["Desktop Chrome"], launchOptions: chromium, screenshot: "only-on-failure", trace: "retain-on-failure" },
+  projects: [
+    { name: "embedded", use: { baseURL: "http://127.0.0.1:3100" }, testMatch: /.*\.spec\.ts/, metadata: { mode: "embedded" } },
+    ...(pgUrl
+      ? [{ name: "postgres", use: { baseURL: "http://127.0.0.1:3101" }, testMatch: /.*\.spec\.ts/, metadata: { mode: "postgres" } }]
+      : []),
+  ],
+  webServer: [
+    {
+      // Exactly what `npm start` does on a fresh machine, on a throwaway embedded database.
+      command: `rm -rf ${embeddedDir} && node scripts/start.mjs`,
+      env: { PORT: "3100", PGLITE_DIR: embeddedDir, DATABASE_URL: "" },
+      url: "http://127.0.0.1:3100/api/health",
+      timeout: 300_000,
+      reuseExistingServer: false,
+      stdout: "pipe",
+    },
+    ...(pgUrl
+      ? [
+          {
+            command: "node_modules/.bin/tsx e2e/support/prepare-postgres.ts && node scripts/start.mjs",
+            env: { PORT: "3101", DATABASE_URL: pgUrl },
+            url: "http://127.0.0.1:3101/api/health",
+            timeout: 300_000,
+            reuseExistingServer: false,
+            stdout: "pipe" as const,
+          },
+        ]
+      : []),
+  ],
+});
