@@ -57,7 +57,7 @@ describe("GET /api/health", () => {
   });
 
   it("maps unexpected errors to a 500 problem without internals", async () => {
-    const handler = apiRoute({}, async () => {
+    const handler = apiRoute({ access: "public" }, async () => {
       throw new Error("relation secret_table does not exist");
     });
     const res = await handler(new Request("http://x/api/thing"));

@@ -1,58 +1,173 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { actorOf, audit, type RequestMeta } from "../audit";
+import { can, type Access, type Principal } from "../auth/permissions";
+import { sessionPrincipal } from "../auth/session";
+import { verifyApiToken } from "../auth/tokens";
+import { db, type Database } from "../db";
 import { InvalidInputError } from "../idempotency/errors";
 import { parseInput } from "../idempotency/schemas";
 import { problemResponse, ProblemError, toProblem } from "./problem";
 
 /**
- * The one wrapper every API route handler goes through: parses the query with
- * zod (unknown parameters are refused, not ignored), runs the handler, and maps
- * any error to RFC 9457 problem details. Authentication and permission checks
- * plug in here too, so no route can forget them.
+ * The one wrapper every API route handler goes through, in this order:
+ * authenticate (Bearer token or session cookie) → 401; check the permission the
+ * route declares against the permissions table → 403 (audited); CSRF check for
+ * cookie-authenticated mutations → 403; parse query and JSON body with zod → 400,
+ * 413, 415 (refusals of mutations audited); run the handler; map every error to
+ * RFC 9457 problem details. The declared access is attached to the handler so
+ * test/route-permissions.test.ts can enumerate every route.
  */
-export interface RouteSpec<Q extends z.ZodType> {
+export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType> {
+  access: Access;
   query?: Q;
+  /** JSON body schema (mutations). Mutations must include a `reason`. */
+  body?: B;
+  /** Audit action of a mutation, e.g. "users.create"; refusals are audited under it. */
+  action?: string;
 }
 
-export interface RouteContext<Q> {
+export interface RouteContext<Q, B> {
   request: Request;
   query: Q;
+  body: B;
+  /** null only on public routes. */
+  principal: Principal | null;
   requestId: string;
+  meta: RequestMeta;
+  db: Database;
 }
 
-export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>>(
-  spec: RouteSpec<Q>,
-  handle: (ctx: RouteContext<z.output<Q>>) => Promise<Response>,
-): (request: Request) => Promise<Response> {
-  const querySchema = (spec.query ?? z.object({}).strict()) as z.ZodType;
-  return async (request: Request) => {
-    const requestId = request.headers.get("x-request-id")?.slice(0, 100) || randomUUID();
-    const instance = new URL(request.url).pathname;
-    try {
-      const params = new URL(request.url).searchParams;
-      const raw: Record<string, string> = {};
-      for (const [k, v] of params) {
-        if (k in raw) throw new InvalidInputError(`query parameter ${k} is given more than once`);
-        raw[k] = v;
-      }
-      const query = parseInput(querySchema, raw, "query") as z.output<Q>;
-      const response = await handle({ request, query, requestId });
-      response.headers.set("x-request-id", requestId);
-      return response;
-    } catch (err) {
-      if (!(err instanceof ProblemError)) console.error(`[${requestId}] ${instance}:`, err);
-      return problemResponse(toProblem(err, instance), { "x-request-id": requestId });
-    }
+export type RouteHandler = ((request: Request, ctx?: unknown) => Promise<Response>) & { access: Access; action?: string };
+
+export const MAX_BODY_BYTES = 64 * 1024;
+const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+export class UnauthorizedError extends ProblemError {
+  constructor(detail = "Sign in, or send Authorization: Bearer <API token>.") {
+    super(401, "unauthorized", "Authentication required", detail);
+  }
+}
+
+export class ForbiddenError extends ProblemError {
+  constructor(detail: string) {
+    super(403, "forbidden", "Forbidden", detail);
+  }
+}
+
+export function requestMeta(request: Request, requestId: string): RequestMeta {
+  // Behind a proxy that sets X-Forwarded-For (see README); Next fills it in when absent.
+  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
+  return {
+    requestId,
+    ip: forwarded || request.headers.get("x-real-ip") || null,
+    userAgent: request.headers.get("user-agent"),
   };
 }
 
+/** Bearer token first (no ambient credentials), then the session cookie. */
+export async function authenticate(database: Database, request: Request): Promise<Principal | null> {
+  const authorization = request.headers.get("authorization");
+  if (authorization !== null) {
+    const m = /^Bearer ([\x21-\x7e]{1,200})$/.exec(authorization);
+    if (!m) throw new UnauthorizedError("The Authorization header must be 'Bearer <API token>'.");
+    const check = await verifyApiToken(database.prisma, m[1]);
+    if (!check.ok) throw new UnauthorizedError(`The API token is ${check.reason.replace("_", " ")}.`);
+    return check.principal;
+  }
+  return sessionPrincipal(database.prisma, request);
+}
+
+/** Cookie-authenticated mutations must come from our own origin. */
+function checkSameOrigin(request: Request): void {
+  const site = request.headers.get("sec-fetch-site");
+  if (site === "same-origin") return;
+  const origin = request.headers.get("origin");
+  const expected = new URL(process.env.NEXTAUTH_URL || request.url).origin;
+  if (origin && (origin === expected || origin === new URL(request.url).origin)) return;
+  throw new ForbiddenError("Cross-site request refused (CSRF protection): send it from the console, or use an API token.");
+}
+
+async function readJson(request: Request): Promise<unknown> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new ProblemError(415, "unsupported-media-type", "Unsupported media type", "Send the body as application/json.");
+  }
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const text = await request.text();
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw tooLarge();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InvalidInputError("The body is not valid JSON.");
+  }
+}
+
+const tooLarge = () => new ProblemError(413, "payload-too-large", "Payload too large", `Bodies are limited to ${MAX_BODY_BYTES} bytes.`);
+
+export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodType = z.ZodUndefined>(
+  spec: RouteSpec<Q, B>,
+  handle: (ctx: RouteContext<z.output<Q>, z.output<B>>) => Promise<Response>,
+): RouteHandler {
+  const querySchema = (spec.query ?? z.object({}).strict()) as z.ZodType;
+  const fn = async (request: Request) => {
+    const requestId = request.headers.get("x-request-id")?.slice(0, 100) || randomUUID();
+    const instance = new URL(request.url).pathname;
+    const meta = requestMeta(request, requestId);
+    const action = spec.action ?? `${request.method} ${instance}`;
+    let database: Database | undefined;
+    let principal: Principal | null = null;
+    try {
+      if (spec.access !== "public") {
+        database = await db();
+        principal = await authenticate(database, request);
+        if (!principal) throw new UnauthorizedError();
+        if (!can(principal, spec.access)) {
+          await audit(database.prisma, { actor: actorOf(principal), action, outcome: "refused", request: meta, detail: { reason: `missing permission ${spec.access}`, path: instance, method: request.method } });
+          throw new ForbiddenError(`This needs the permission ${spec.access}, which your roles do not grant.`);
+        }
+        if (principal.kind === "user" && UNSAFE.has(request.method)) checkSameOrigin(request);
+      }
+      let query: unknown;
+      let body: unknown;
+      try {
+        const raw: Record<string, string> = {};
+        for (const [k, v] of new URL(request.url).searchParams) {
+          if (k in raw) throw new InvalidInputError(`query parameter ${k} is given more than once`);
+          raw[k] = v;
+        }
+        query = parseInput(querySchema, raw, "query");
+        if (spec.body) body = parseInput(spec.body, await readJson(request), "body");
+      } catch (err) {
+        if (spec.action && principal && database && err instanceof ProblemError) {
+          await audit(database.prisma, { actor: actorOf(principal), action, outcome: "refused", request: meta, detail: { status: err.status, problem: err.message } });
+        }
+        throw err;
+      }
+      database ??= await db();
+      const response = await handle({ request, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database });
+      response.headers.set("x-request-id", requestId);
+      return response;
+    } catch (err) {
+      if (!(err instanceof ProblemError)) console.error(`[${requestId}] ${request.method} ${instance}:`, err);
+      return problemResponse(toProblem(err, instance), { "x-request-id": requestId });
+    }
+  };
+  return Object.assign(fn, { access: spec.access, action: spec.action });
+}
+
 /** For the methods a route does not serve: 405 as problem+json with Allow (Next's default is plain text). */
-export function methodNotAllowed(allow: string[]): (request: Request) => Promise<Response> {
-  return async (request) =>
+export function methodNotAllowed(allow: string[]): RouteHandler {
+  const fn = async (request: Request) =>
     problemResponse(
       new ProblemError(405, "method-not-allowed", "Method not allowed", `${request.method} is not supported here; use ${allow.join(", ")}.`).toProblem(
         new URL(request.url).pathname,
       ),
       { allow: allow.join(", ") },
     );
+  return Object.assign(fn, { access: "public" as Access });
 }
+
+/** A reason is required for every change; it is stored in the audit entry. */
+export const reasonSchema = z.string().trim().min(3, "is required (at least 3 characters)").max(2000);

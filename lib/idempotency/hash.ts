@@ -9,11 +9,11 @@ import { InvalidInputError } from "./errors";
  * in minor units): floats and dates print differently across languages, so they
  * are refused rather than hashed in a way another writer cannot reproduce.
  */
-export function canonicalJson(value: unknown): string {
-  return write(value, "$", new Set());
+export function canonicalJson(value: unknown, opts: { integersOnly?: boolean } = {}): string {
+  return write(value, "$", new Set(), opts.integersOnly ?? true);
 }
 
-function write(value: unknown, path: string, seen: Set<object>): string {
+function write(value: unknown, path: string, seen: Set<object>, integersOnly: boolean): string {
   if (value === null) return "null";
   switch (typeof value) {
     case "string":
@@ -21,6 +21,7 @@ function write(value: unknown, path: string, seen: Set<object>): string {
     case "boolean":
       return value ? "true" : "false";
     case "number":
+      if (!integersOnly && Number.isFinite(value)) return JSON.stringify(value);
       if (!Number.isSafeInteger(value)) {
         throw new InvalidInputError(`payload ${path} is ${value}: only integers are allowed (send amounts in minor units, decimals as strings)`);
       }
@@ -32,7 +33,7 @@ function write(value: unknown, path: string, seen: Set<object>): string {
       seen.add(value);
       let out: string;
       if (Array.isArray(value)) {
-        out = "[" + value.map((v, i) => write(v, `${path}[${i}]`, seen)).join(",") + "]";
+        out = "[" + value.map((v, i) => write(v, `${path}[${i}]`, seen, integersOnly)).join(",") + "]";
       } else {
         const proto = Object.getPrototypeOf(value);
         if (proto !== Object.prototype && proto !== null) {
@@ -41,7 +42,7 @@ function write(value: unknown, path: string, seen: Set<object>): string {
         const entries = Object.entries(value as Record<string, unknown>)
           .filter(([, v]) => v !== undefined)
           .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-        out = "{" + entries.map(([k, v]) => JSON.stringify(k) + ":" + write(v, `${path}.${k}`, seen)).join(",") + "}";
+        out = "{" + entries.map(([k, v]) => JSON.stringify(k) + ":" + write(v, `${path}.${k}`, seen, integersOnly)).join(",") + "}";
       }
       seen.delete(value);
       return out;

@@ -32,6 +32,8 @@ export const beginInputSchema = z.object({
   resourceType: optionalText(100),
   resourceId: optionalText(200),
   provider: optionalText(100),
+  /** Known before the provider call (client-generated request ids): lets a dead worker's record be reconciled. */
+  providerRequestId: optionalText(200),
   amountMinor: z.union([z.bigint(), z.number().int().safe()]).optional(),
   currency: z.string().regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as EUR").optional(),
 });

@@ -75,11 +75,11 @@ export class IdempotencyStore {
       const inserted = await this.prisma.$queryRaw<IdempotencyRecord[]>`
         WITH ins AS (
           INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status,
-            resource_type, resource_id, correlation_id, provider, amount_minor, currency,
+            resource_type, resource_id, correlation_id, provider, provider_request_id, amount_minor, currency,
             created_at, updated_at, expires_at)
           VALUES (${input.scope}, ${input.operation}, ${input.key}, ${hash}, 'processing',
             ${input.resourceType ?? null}, ${input.resourceId ?? null}, ${input.correlationId ?? null},
-            ${input.provider ?? null}, ${amount}::bigint, ${input.currency ?? null},
+            ${input.provider ?? null}, ${input.providerRequestId ?? null}, ${amount}::bigint, ${input.currency ?? null},
             ${now}::timestamptz, ${now}::timestamptz, ${expiresAt}::timestamptz)
           ON CONFLICT (scope, operation, idempotency_key) DO NOTHING
           RETURNING *

@@ -1,0 +1,20 @@
+import { getToken } from "next-auth/jwt";
+import type { PrismaClient } from "../generated/prisma/client";
+import { permissionsOf, type Principal, type Role } from "./permissions";
+
+/**
+ * The signed-in user behind a request's session cookie (next-auth JWT), loaded
+ * fresh from the database on every request: disabling a user or changing roles
+ * takes effect at once, not when the JWT expires.
+ */
+export async function sessionPrincipal(prisma: PrismaClient, request: Request): Promise<Principal | null> {
+  // Only the cookie: next-auth would also read a Bearer header as a JWT.
+  if (!request.headers.get("cookie")) return null;
+  const headers = new Headers({ cookie: request.headers.get("cookie")! });
+  const jwt = await getToken({ req: { headers } as never, secret: process.env.NEXTAUTH_SECRET });
+  const uid = typeof jwt?.uid === "string" && /^\d{1,19}$/.test(jwt.uid) ? BigInt(jwt.uid) : null;
+  if (!uid) return null;
+  const user = await prisma.consoleUser.findUnique({ where: { id: uid } });
+  if (!user || user.disabledAt) return null;
+  return { kind: "user", userId: user.id, email: user.email, roles: user.roles as Role[], permissions: permissionsOf(user.roles) };
+}
