@@ -81,6 +81,11 @@ export function getDatabase(prepare?: (db: Database) => Promise<void>): Promise<
   return holder.promise;
 }
 
+/** Makes an already-open database the process-wide one (tests and scripts that open their own). */
+export function provideDatabase(database: Database): void {
+  holder.promise = Promise.resolve(database);
+}
+
 export async function closeDatabase(): Promise<void> {
   const p = holder.promise;
   holder.promise = undefined;
