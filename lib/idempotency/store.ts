@@ -91,20 +91,33 @@ export class IdempotencyStore {
       if (inserted[0]) return { outcome: "owner", record: inserted[0] };
 
       // ON CONFLICT waited for the owner's insert to commit, so the row is visible now.
+      // One statement reads it and records what this request became, so the event
+      // always describes the very row version that was answered.
       const [existing] = await this.prisma.$queryRaw<IdempotencyRecord[]>`
-        SELECT ${RECORD_COLUMNS} FROM idempotency_records
-        WHERE scope = ${input.scope} AND operation = ${input.operation} AND idempotency_key = ${input.key}`;
+        WITH rec AS (
+          SELECT * FROM idempotency_records
+          WHERE scope = ${input.scope} AND operation = ${input.operation} AND idempotency_key = ${input.key}
+        ), ev AS (
+          INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at, detail)
+          SELECT id, scope, operation, idempotency_key,
+            CASE WHEN payload_hash <> ${hash} THEN 'conflict'
+                 WHEN status IN ('completed', 'failed') THEN 'replayed' ELSE 'in_progress' END,
+            ${hash},
+            CASE WHEN payload_hash = ${hash} AND status IN ('completed', 'failed') THEN response_code END,
+            ${now}::timestamptz,
+            CASE WHEN payload_hash <> ${hash}
+                   THEN jsonb_build_object('expectedPayloadHash', payload_hash, 'receivedPayloadHash', ${hash}::text)
+                 WHEN status NOT IN ('completed', 'failed') THEN jsonb_build_object('status', status) END
+          FROM rec
+        )
+        SELECT ${RECORD_COLUMNS} FROM rec`;
       if (!existing) continue;
-
       if (existing.payloadHash !== hash) {
-        await this.event(existing, "conflict", now, { payloadHash: hash, detail: { expectedPayloadHash: existing.payloadHash, receivedPayloadHash: hash } });
         return { outcome: "conflict", record: existing, error: new PayloadMismatchError(existing.payloadHash, hash) };
       }
       if (existing.status === "completed" || existing.status === "failed") {
-        await this.event(existing, "replayed", now, { payloadHash: hash, responseCode: existing.responseCode });
         return { outcome: "replay", record: existing, response: storedResponse(existing) };
       }
-      await this.event(existing, "in_progress", now, { payloadHash: hash, detail: { status: existing.status } });
       return { outcome: "in_progress", record: existing };
     }
     throw new StateConflictError("the record under this key was deleted while the request was being reserved; retry");
@@ -203,27 +216,6 @@ export class IdempotencyStore {
 
   async find(id: bigint): Promise<IdempotencyRecord | null> {
     return this.prisma.idempotencyRecord.findUnique({ where: { id } });
-  }
-
-  private async event(
-    record: IdempotencyRecord,
-    kind: "conflict" | "replayed" | "in_progress",
-    at: Date,
-    extra: { payloadHash: string; responseCode?: number | null; detail?: Record<string, unknown> },
-  ): Promise<void> {
-    await this.prisma.idempotencyEvent.create({
-      data: {
-        recordId: record.id,
-        scope: record.scope,
-        operation: record.operation,
-        idempotencyKey: record.idempotencyKey,
-        kind,
-        payloadHash: extra.payloadHash,
-        responseCode: extra.responseCode ?? null,
-        occurredAt: at,
-        detail: extra.detail as Prisma.InputJsonValue | undefined,
-      },
-    });
   }
 
   private async refuse(id: bigint, action: string, expected: string): Promise<never> {
