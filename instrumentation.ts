@@ -1,10 +1,18 @@
 /**
- * Opens and prepares the database before the server takes requests: in embedded
- * mode this is where PGlite is created, migrated and filled with demo data — in
- * the server process, the only one allowed to open the PGlite folder.
+ * Runs once in the server process before it takes requests:
+ * 1. sign-in configuration — in production (DATABASE_URL set) the server refuses
+ *    to start without NEXTAUTH_SECRET (≥ 32 characters) and NEXTAUTH_URL; in
+ *    embedded demo mode a missing secret is read from (or created in)
+ *    .data/nextauth-secret;
+ * 2. the database — in embedded mode this is where PGlite is created, migrated
+ *    and filled with demo data and demo users (the server process is the only
+ *    one allowed to open the PGlite folder).
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  const { enforceAuthConfig } = await import("./lib/auth/config");
+  enforceAuthConfig();
+
   const { db } = await import("./lib/db");
   try {
     const database = await db();

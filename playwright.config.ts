@@ -1,5 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { defineConfig, devices } from "@playwright/test";
-import { e2eDatabaseUrl } from "./e2e/support/env";
+import { credentialsFile, e2eDatabaseUrl } from "./e2e/support/env";
 
 // Debian's Chromium (apt-get install chromium), never a downloaded browser build.
 const chromium = {
@@ -17,6 +18,9 @@ const chromium = {
 
 const pgUrl = e2eDatabaseUrl();
 const embeddedDir = `/tmp/ic-e2e-pglite-${process.pid}`;
+// Only the Postgres server needs one given (production mode); the embedded one
+// makes its own, as `npm start` does on a fresh machine.
+const postgresSecret = randomBytes(48).toString("base64url");
 
 export default defineConfig({
   testDir: "e2e",
@@ -35,8 +39,8 @@ export default defineConfig({
   webServer: [
     {
       // Exactly what `npm start` does on a fresh machine, on a throwaway embedded database.
-      command: `rm -rf ${embeddedDir} && node scripts/start.mjs`,
-      env: { PORT: "3100", PGLITE_DIR: embeddedDir, DATABASE_URL: "" },
+      command: `rm -rf ${embeddedDir} && rm -f ${credentialsFile("embedded")} && node scripts/start.mjs`,
+      env: { PORT: "3100", PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded") },
       url: "http://127.0.0.1:3100/api/health",
       timeout: 300_000,
       reuseExistingServer: false,
@@ -46,7 +50,7 @@ export default defineConfig({
       ? [
           {
             command: "node_modules/.bin/tsx e2e/support/prepare-postgres.ts && node scripts/start.mjs",
-            env: { PORT: "3101", DATABASE_URL: pgUrl },
+            env: { PORT: "3101", DATABASE_URL: pgUrl, NEXTAUTH_SECRET: postgresSecret, NEXTAUTH_URL: "http://127.0.0.1:3101" },
             url: "http://127.0.0.1:3101/api/health",
             timeout: 300_000,
             reuseExistingServer: false,

@@ -1,5 +1,9 @@
 import type { Metadata } from "next";
 import type { ReactNode } from "react";
+import { NavLinks } from "@/components/NavLinks";
+import { SignOutButton } from "@/components/SignOutButton";
+import { currentPrincipal } from "@/components/server/page-auth";
+import { can, type Access, type Principal } from "@/lib/auth/permissions";
 import "./globals.css";
 
 export const metadata: Metadata = {
@@ -7,16 +11,38 @@ export const metadata: Metadata = {
   description: "Inspect and resolve idempotency records, duplicate charges and pending payments.",
 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+/** Every top-level page and the permission it needs; the bar shows only what the user may open. */
+const NAVIGATION: { href: string; label: string; access: Access }[] = [
+  { href: "/", label: "Overview", access: "stats.read" },
+  { href: "/audit", label: "Audit", access: "audit.read" },
+  { href: "/admin/users", label: "Users", access: "users.manage" },
+  { href: "/settings/tokens", label: "API tokens", access: "tokens.own" },
+];
+
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  // A database outage must not take the layout down: the page itself reports it.
+  let principal: Principal | null = null;
+  try {
+    principal = await currentPrincipal();
+  } catch (err) {
+    if (err && typeof err === "object" && "digest" in err) throw err; // Next's dynamic-rendering signals
+    principal = null;
+  }
+  const links = principal ? NAVIGATION.filter((n) => can(principal, n.access)).map(({ href, label }) => ({ href, label })) : [];
   return (
     <html lang="en">
       <body>
         <div className="shell">
           <header className="topbar">
             <span className="brand">Idempotency Console</span>
-            <nav aria-label="Main">
-              <a href="/" aria-current="page">Overview</a>
-            </nav>
+            {principal && <NavLinks links={links} />}
+            {principal && (
+              <div className="who" data-testid="signed-in-as">
+                <span className="who-email">{principal.email}</span>
+                <span className="who-roles">{principal.roles.length ? principal.roles.join(", ") : "no roles"}</span>
+                <SignOutButton />
+              </div>
+            )}
           </header>
           <main>{children}</main>
         </div>

@@ -1,5 +1,6 @@
 import { expect, test } from "@playwright/test";
 import pg from "pg";
+import { signInAs } from "./support/auth";
 import { e2eDatabaseUrl } from "./support/env";
 
 const STATUSES = ["processing", "pending", "completed", "failed"] as const;
@@ -19,6 +20,7 @@ test("health reports the database mode and an up-to-date schema", async ({ reque
 });
 
 test("overview shows live counts by status from the database", async ({ page }, testInfo) => {
+  await signInAs(page, testInfo, "viewer");
   await page.goto("/");
   await expect(page.getByRole("heading", { name: "Overview" })).toBeVisible();
   const counts = Object.fromEntries(await Promise.all(STATUSES.map(async (s) => [s, await cardValue(page, `count-${s}`)] as const)));
@@ -39,6 +41,7 @@ test("a record written by a service appears after refresh", async ({ page }, tes
       const { rows } = await client.query<{ status: string; n: string }>(`SELECT status, count(*) AS n FROM idempotency_records GROUP BY status`);
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
     };
+    await signInAs(page, testInfo, "viewer");
     await page.goto("/");
     const before = await sqlCounts();
     for (const s of STATUSES) expect(await cardValue(page, `count-${s}`)).toBe(before[s] ?? 0);

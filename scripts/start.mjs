@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // `npm start`: build if the build is missing or older than the sources, start the
 // server, wait until it answers /api/health, then print the URL. Without
-// DATABASE_URL the server creates an embedded database with demo data in .data/.
+// DATABASE_URL the server creates an embedded database with demo data in .data/,
+// and this script provides what sign-in needs (a secret kept in
+// .data/nextauth-secret, NEXTAUTH_URL) and prints the demo users' passwords.
+// With DATABASE_URL (production) NEXTAUTH_SECRET and NEXTAUTH_URL are required.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "..");
@@ -11,6 +15,51 @@ const env = { ...process.env, NEXT_TELEMETRY_DISABLED: "1" };
 const port = env.PORT || "3000";
 const host = env.HOSTNAME_BIND || "127.0.0.1";
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
+const embedded = !env.DATABASE_URL;
+const publicUrl = `http://${host === "0.0.0.0" ? "localhost" : host}:${port}`;
+
+// --- sign-in configuration (lib/auth/config.ts checks the same in the server) ---
+const MIN_SECRET = 32;
+if (embedded) {
+  if (!env.NEXTAUTH_SECRET) {
+    const file = path.join(root, ".data", "nextauth-secret");
+    let secret = existsSync(file) ? readFileSync(file, "utf8").trim() : "";
+    if (secret.length < MIN_SECRET) {
+      secret = randomBytes(48).toString("base64url");
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+      chmodSync(file, 0o600);
+    }
+    env.NEXTAUTH_SECRET = secret;
+  }
+  env.NEXTAUTH_URL ||= publicUrl;
+} else {
+  const problems = [];
+  if ((env.NEXTAUTH_SECRET ?? "").length < MIN_SECRET) {
+    problems.push(`NEXTAUTH_SECRET must be a random value of at least ${MIN_SECRET} characters (e.g. \`openssl rand -base64 48\`).`);
+  }
+  if (!/^https?:\/\/[^/\s]+/i.test(env.NEXTAUTH_URL ?? "")) {
+    problems.push("NEXTAUTH_URL must be the console's public URL, e.g. https://console.example.com (https makes the session cookie Secure).");
+  }
+  if (problems.length) {
+    console.error(`Refusing to start with DATABASE_URL set: sign-in is not configured.\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    process.exit(1);
+  }
+}
+const credentialsFile = path.resolve(root, env.DEMO_CREDENTIALS_FILE || path.join(".data", "demo-credentials.json"));
+
+function printDemoCredentials() {
+  if (!embedded) return;
+  try {
+    const { users } = JSON.parse(readFileSync(credentialsFile, "utf8"));
+    const width = Math.max(...users.map((u) => u.email.length));
+    console.log(`Demo users (embedded database only; passwords in ${path.relative(root, credentialsFile) || credentialsFile}):`);
+    for (const u of users) console.log(`  ${u.role.padEnd(9)} ${u.email.padEnd(width)}  ${u.password}`);
+    console.log("");
+  } catch {
+    console.log(`No demo credentials at ${credentialsFile}: delete .data/ to recreate the demo database and its users.\n`);
+  }
+}
 
 function newestMtime(p) {
   if (!existsSync(p)) return 0;
@@ -30,18 +79,19 @@ if (!existsSync(buildId) || statSync(buildId).mtimeMs < sourcesMtime) {
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 
-if (!env.DATABASE_URL) console.log(`No DATABASE_URL: using the embedded database in ${env.PGLITE_DIR || ".data/pglite"}.`);
+if (embedded) console.log(`No DATABASE_URL: using the embedded database in ${env.PGLITE_DIR || ".data/pglite"}.`);
 const server = spawn(bin("next"), ["start", "-p", port, "-H", host], { cwd: root, env, stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
 server.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 
-const url = `http://${host === "0.0.0.0" ? "localhost" : host}:${port}`;
+const url = publicUrl;
 const deadline = Date.now() + 300_000;
 for (;;) {
   try {
     const res = await fetch(`${url}/api/health`);
     const health = await res.json();
     console.log(`\nIdempotency Console is ready at ${url}  (database: ${health.database?.mode}, ${health.status})\n`);
+    printDemoCredentials();
     break;
   } catch {
     if (Date.now() > deadline) {

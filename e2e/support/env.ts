@@ -1,3 +1,5 @@
+import path from "node:path";
+
 /**
  * The Postgres database the e2e "postgres" project uses: a database named
  * ic_e2e_<suffix> on the server of DATABASE_URL. Without DATABASE_URL that
@@ -9,4 +11,13 @@ export function e2eDatabaseUrl(): string | undefined {
   const url = new URL(base);
   url.pathname = `/ic_e2e_${process.env.E2E_DB_SUFFIX || "smoke"}`;
   return url.toString();
+}
+
+/**
+ * Where each e2e server's demo users' passwords are written: the embedded server
+ * writes it on first start (DEMO_CREDENTIALS_FILE), the Postgres one in
+ * prepare-postgres.ts. Outside test-results/e2e, which Playwright empties.
+ */
+export function credentialsFile(mode: "embedded" | "postgres"): string {
+  return path.resolve(import.meta.dirname, "..", "..", "test-results", `e2e-credentials-${mode}.json`);
 }

@@ -1,8 +1,12 @@
-// Creates (or recreates) the e2e Postgres database, migrates it and fills it with demo traffic.
+// Creates (or recreates) the e2e Postgres database, migrates it, fills it with demo
+// traffic and creates the demo users (one per role), whose passwords it writes to
+// E2E_CREDENTIALS_FILE for the tests (e2e/support/auth.ts reads it).
 import pg from "pg";
 import { openDatabase } from "../../lib/db/client";
 import { migrate } from "../../lib/db/migrate";
 import { generateDemoTraffic } from "../../lib/demo/traffic";
+import { seedDemoUsers } from "../../lib/auth/demo-users";
+import { credentialsFile } from "./env";
 
 const url = new URL(process.env.DATABASE_URL!);
 const name = url.pathname.slice(1);
@@ -18,6 +22,7 @@ const db = await openDatabase({ mode: "postgres", url: url.toString() });
 try {
   await db.withSession((s) => migrate(s));
   await generateDemoTraffic(db, { requests: 800 });
+  await seedDemoUsers(db.prisma, credentialsFile("postgres"));
 } finally {
   await db.close();
 }

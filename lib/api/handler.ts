@@ -69,7 +69,7 @@ export function requestMeta(request: Request, requestId: string): RequestMeta {
 export async function authenticate(database: Database, request: Request): Promise<Principal | null> {
   const authorization = request.headers.get("authorization");
   if (authorization !== null) {
-    const m = /^Bearer ([\x21-\x7e]{1,200})$/.exec(authorization);
+    const m = /^Bearer ([\x21-\x7e]{1,200})$/i.exec(authorization);
     if (!m) throw new UnauthorizedError("The Authorization header must be 'Bearer <API token>'.");
     const check = await verifyApiToken(database.prisma, m[1]);
     if (!check.ok) throw new UnauthorizedError(`The API token is ${check.reason.replace("_", " ")}.`);

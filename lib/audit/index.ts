@@ -49,11 +49,37 @@ export function actorOf(principal: Principal): AuditActor {
     : { type: "user", userId: principal.userId, label: principal.email };
 }
 
-/** JSON-safe copy: bigint → string, Date → ISO string, undefined dropped. What is stored is what is hashed. */
+/**
+ * Text PostgreSQL stores exactly as given: NUL (refused by text and jsonb) and
+ * unpaired UTF-16 surrogates (refused by jsonb, silently replaced in text — which
+ * would make the stored entry differ from the hashed one) become U+FFFD.
+ */
+export function storableText(s: string): string {
+  return s.replace(/\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+}
+
+/** Cut to at most `max` UTF-16 units without splitting a surrogate pair, then made storable. */
+function text(s: string | null | undefined, max: number): string | null {
+  if (s === null || s === undefined) return null;
+  let cut = s.slice(0, max);
+  if (cut.length === max && /[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1);
+  return storableText(cut);
+}
+
+function storableJson(v: unknown): unknown {
+  if (typeof v === "string") return storableText(v);
+  if (Array.isArray(v)) return v.map(storableJson);
+  if (v && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [storableText(k), storableJson(x)]));
+  }
+  return v;
+}
+
+/** JSON-safe copy: bigint → string, Date → ISO string, undefined dropped, text storable. What is stored is what is hashed. */
 export function auditJson(value: unknown): Prisma.InputJsonValue | null {
   if (value === undefined || value === null) return null;
-  return JSON.parse(
-    JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
+  return storableJson(
+    JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v))),
   ) as Prisma.InputJsonValue;
 }
 
@@ -108,7 +134,8 @@ type Tx = Prisma.TransactionClient;
  * entry commit together or not at all. Use `audit()` when there is no change.
  */
 export async function appendAudit(tx: Tx, input: AuditInput) {
-  await tx.$queryRaw`SELECT pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID})`;
+  // $executeRaw: the lock function returns void, which $queryRaw cannot deserialize.
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID}::bigint)`;
   const last = await tx.auditEntry.findFirst({ orderBy: { id: "desc" }, select: { hash: true } });
   const prevHash = last?.hash ?? GENESIS_HASH;
   const a = input.actor;
@@ -116,17 +143,17 @@ export async function appendAudit(tx: Tx, input: AuditInput) {
     occurredAt: new Date(),
     actorType: a.type,
     actorId: a.type === "user" || a.type === "token" ? String(a.userId) : null,
-    actorLabel: a.label?.slice(0, 300) ?? null,
+    actorLabel: text(a.label, 300),
     tokenId: a.type === "token" ? BigInt(a.tokenId) : null,
-    action: input.action,
-    targetTable: input.target?.table ?? null,
-    targetId: input.target ? String(input.target.id) : null,
+    action: storableText(input.action),
+    targetTable: input.target ? storableText(input.target.table) : null,
+    targetId: input.target ? storableText(String(input.target.id)) : null,
     before: auditJson(input.before),
     after: auditJson(input.after),
-    reason: input.reason?.slice(0, 2000) ?? null,
-    requestId: input.request?.requestId?.slice(0, 100) ?? null,
-    ip: input.request?.ip?.slice(0, 100) ?? null,
-    userAgent: input.request?.userAgent?.slice(0, 500) ?? null,
+    reason: text(input.reason, 2000),
+    requestId: text(input.request?.requestId, 100),
+    ip: text(input.request?.ip, 100),
+    userAgent: text(input.request?.userAgent, 500),
     outcome: input.outcome,
     detail: auditJson(input.detail),
   };

@@ -5,7 +5,8 @@ import { migrate, migrationStatus } from "./migrate";
 /**
  * Runs once per server process, right after the database is opened.
  * Embedded mode is the zero-configuration demo: create, migrate, and fill a new
- * database with demo traffic. On Postgres the operator migrates explicitly
+ * database with demo traffic and one demo user per role (passwords in
+ * DEMO_CREDENTIALS_FILE, default .data/demo-credentials.json). On Postgres the operator migrates explicitly
  * (`npm run db:migrate`); the server only reports what is missing.
  */
 export async function prepareDatabase(db: Database, log: (line: string) => void = console.log): Promise<void> {
@@ -24,4 +25,9 @@ export async function prepareDatabase(db: Database, log: (line: string) => void 
     const summary = await generateDemoTraffic(db);
     log(`embedded database: demo traffic ready (${JSON.stringify(summary)})`);
   }
+  // Imported here: lib/auth/users imports the API layer, which imports lib/db.
+  const { demoCredentialsPath, seedDemoUsers } = await import("../auth/demo-users");
+  const file = demoCredentialsPath();
+  const seeded = await seedDemoUsers(db.prisma, file);
+  if (seeded) log(`embedded database: ${seeded.length} demo users created; their passwords are in ${file}`);
 }

@@ -24,6 +24,9 @@ export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: nu
   if (config.mode === "postgres") {
     if (!config.url) throw new Error("postgres mode needs a connection string");
     const pool = new pg.Pool({ connectionString: config.url, max: opts.poolSize ?? 10 });
+    // An idle connection the server drops (restart, failover, pg_terminate_backend)
+    // emits 'error' on the pool; unhandled, it would crash the process.
+    pool.on("error", (err) => console.warn(`database: idle connection lost (${(err as { code?: string }).code ?? err.message})`));
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     return {
       mode: "postgres",

@@ -32,8 +32,19 @@ export async function createEmptyTestDatabase(): Promise<TestDatabase> {
     ...db,
     url: url.toString(),
     async drop() {
-      await db.close();
-      await withAdmin(admin, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+      await db.close().catch(() => {});
+      await withAdmin(admin, async (c) => {
+        // pool.end() resolves before its sockets are gone; FORCE would then kill them mid-close.
+        for (let i = 0; i < 100; i++) {
+          const { rows } = await c.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+            [name],
+          );
+          if (rows[0].n === 0) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      });
     },
   };
 }

@@ -1,0 +1,18 @@
+import { z } from "zod";
+import { apiRoute, methodNotAllowed, reasonSchema } from "@/lib/api/handler";
+import { jsonResponse } from "@/lib/api/json";
+import { recordIdFromUrl, revealResponse } from "@/lib/records/detail";
+
+/**
+ * POST /api/v1/records/{id}/reveal  {"reason": "..."}
+ * The stored response unmasked. Changes no data, but it is an action: audited as
+ * records.reveal with the reason (refusals too), before anything is returned.
+ */
+export const POST = apiRoute(
+  { access: "records.reveal", action: "records.reveal", body: z.object({ reason: reasonSchema }).strict() },
+  async ({ request, body, principal, db, meta }) =>
+    jsonResponse(await revealResponse(db, principal!, recordIdFromUrl(request.url), body.reason, meta)),
+);
+
+const refuse = methodNotAllowed(["POST"]);
+export { refuse as GET, refuse as PUT, refuse as PATCH, refuse as DELETE };

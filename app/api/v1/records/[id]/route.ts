@@ -1,0 +1,19 @@
+import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
+import { jsonResponse } from "@/lib/api/json";
+import { can } from "@/lib/auth/permissions";
+import { detailQuerySchema, recordDetail, recordIdFromUrl } from "@/lib/records/detail";
+
+/**
+ * GET /api/v1/records/{id}?window=10m
+ * Every field, timeline, reconciliation, outbox, audit trail, suspected duplicates.
+ * The stored response: absent without records.read_body, masked with it; unmasked only
+ * through POST /api/v1/records/{id}/reveal (audited).
+ */
+export const GET = apiRoute({ access: "records.read", query: detailQuerySchema }, async ({ request, query, principal, db }) => {
+  const id = recordIdFromUrl(request.url);
+  const bodyAccess = can(principal, "records.read_body") ? "masked" : "none";
+  return jsonResponse(await recordDetail(db.sql, id, { bodyAccess, windowSeconds: query.window }));
+});
+
+const refuse = methodNotAllowed(["GET"]);
+export { refuse as POST, refuse as PUT, refuse as PATCH, refuse as DELETE };

@@ -1,0 +1,23 @@
+import type { Metadata } from "next";
+import { redirect } from "next/navigation";
+import { LoginForm } from "@/components/LoginForm";
+import { currentPrincipal } from "@/components/server/page-auth";
+import { safeCallbackPath, signInErrorMessage } from "@/lib/auth/callback-url";
+import { ssoButtonLabel } from "@/lib/auth/options";
+
+export const metadata: Metadata = { title: "Sign in · Idempotency Console" };
+
+export default async function LoginPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
+  const params = await searchParams;
+  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const callbackPath = safeCallbackPath(first(params.callbackUrl));
+  const principal = await currentPrincipal().catch(() => null);
+  if (principal) redirect(callbackPath);
+  return (
+    <div className="login">
+      <h1>Sign in</h1>
+      <p className="subtle">Idempotency records, duplicate charges and pending payments — for the people who resolve them.</p>
+      <LoginForm callbackPath={callbackPath} initialError={signInErrorMessage(first(params.error))} ssoLabel={ssoButtonLabel()} />
+    </div>
+  );
+}

@@ -1,0 +1,286 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { useCallback, useEffect, useState, type FormEvent } from "react";
+import type { AuditEntryJson, AuditFilterKey, AuditFilterValues } from "@/lib/audit/query";
+
+type ChainResult = { intact: boolean; checked: number; brokenAt: { id: string; problem: string } | null };
+
+const PROBLEM_LABELS: Record<string, string> = { hash_mismatch: "hash mismatch", link_mismatch: "link mismatch" };
+
+function queryString(filters: AuditFilterValues, extra: Record<string, string> = {}): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(filters)) {
+    const v = value?.trim();
+    if (v) params.set(key, v);
+  }
+  for (const [k, v] of Object.entries(extra)) params.set(k, v);
+  return params.toString();
+}
+
+/** A readable message from an RFC 9457 problem, or from whatever else came back. */
+async function failure(res: Response): Promise<string> {
+  try {
+    const problem = await res.json();
+    if (problem && typeof problem.detail === "string") return problem.detail;
+    if (problem && typeof problem.title === "string") return problem.title;
+  } catch {
+    /* not JSON */
+  }
+  return `The server answered ${res.status} ${res.statusText}`.trim();
+}
+
+// The time inputs show and take UTC (the URL keeps ISO 8601 with Z, so shared links mean the same everywhere).
+const isoToInput = (iso?: string) => (iso && !Number.isNaN(Date.parse(iso)) ? new Date(iso).toISOString().slice(0, 16) : (iso ?? ""));
+const inputToIso = (v: string) => (v ? `${v}:00Z` : "");
+
+function compact(value: unknown, max = 60): string {
+  const s = typeof value === "string" ? value : JSON.stringify(value);
+  return s === undefined ? "—" : s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** One line saying what changed: the fields that differ between before and after. */
+function changeSummary(e: AuditEntryJson): string {
+  const { before, after, detail } = e;
+  if (isObject(before) && isObject(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter(
+      (k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]),
+    );
+    if (keys.length === 0) return "no field changed";
+    return keys
+      .slice(0, 3)
+      .map((k) => `${k}: ${compact(before[k] ?? null, 24)} → ${compact(after[k] ?? null, 24)}`)
+      .join("; ") + (keys.length > 3 ? ` (+${keys.length - 3} more)` : "");
+  }
+  if (after != null && before == null) return `created ${compact(after)}`;
+  if (before != null && after == null) return `removed ${compact(before)}`;
+  if (detail != null) return compact(detail);
+  return "";
+}
+
+function EntryChanges({ entry }: { entry: AuditEntryJson }) {
+  const summary = changeSummary(entry);
+  const parts = (["before", "after", "detail"] as const).filter((k) => entry[k] != null);
+  if (parts.length === 0) return <span className="subtle">—</span>;
+  return (
+    <details className="audit-changes">
+      <summary>{summary}</summary>
+      {parts.map((k) => (
+        <div key={k}>
+          <div className="subtle">{k}</div>
+          <pre>{JSON.stringify(entry[k], null, 2)}</pre>
+        </div>
+      ))}
+      <div className="subtle audit-hash">
+        request {entry.requestId ?? "—"} · ip {entry.ip ?? "—"} · hash {entry.hash.slice(0, 16)}…
+      </div>
+    </details>
+  );
+}
+
+/** The audit page body: filters (kept in the URL), the table, Load more, CSV export and chain verification. */
+export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; canExport: boolean }) {
+  const router = useRouter();
+  const [form, setForm] = useState<AuditFilterValues>(filters);
+  const [entries, setEntries] = useState<AuditEntryJson[]>([]);
+  const [nextCursor, setNextCursor] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
+  const [error, setError] = useState<string | null>(null);
+  const [chain, setChain] = useState<{ state: "idle" | "checking" } | { state: "done"; result: ChainResult } | { state: "error"; message: string }>({
+    state: "idle",
+  });
+  const filterQuery = queryString(filters);
+
+  const load = useCallback(
+    async (cursor: string | null) => {
+      setLoading(true);
+      setError(null);
+      try {
+        const params = new URLSearchParams(filterQuery);
+        if (cursor) params.set("cursor", cursor);
+        const qs = params.toString();
+        const res = await fetch(`/api/v1/audit${qs ? `?${qs}` : ""}`, { credentials: "same-origin", cache: "no-store" });
+        if (!res.ok) throw new Error(await failure(res));
+        const page = (await res.json()) as { entries: AuditEntryJson[]; nextCursor: string | null };
+        setEntries((prev) => (cursor ? [...prev, ...page.entries] : page.entries));
+        setNextCursor(page.nextCursor);
+      } catch (err) {
+        setError(err instanceof Error ? err.message : String(err));
+      } finally {
+        setLoading(false);
+      }
+    },
+    [filterQuery],
+  );
+
+  useEffect(() => {
+    void load(null);
+  }, [load]);
+
+  function apply(e: FormEvent) {
+    e.preventDefault();
+    const qs = queryString(form);
+    router.push(`/audit${qs ? `?${qs}` : ""}`);
+  }
+
+  async function verify() {
+    setChain({ state: "checking" });
+    try {
+      const res = await fetch("/api/v1/audit/verify", { credentials: "same-origin", cache: "no-store" });
+      if (!res.ok) throw new Error(await failure(res));
+      setChain({ state: "done", result: (await res.json()) as ChainResult });
+    } catch (err) {
+      setChain({ state: "error", message: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  const set = (key: AuditFilterKey) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [key]: e.target.value }));
+
+  return (
+    <>
+      <form className="audit-filters" onSubmit={apply} aria-label="Audit filters">
+        <label>
+          Actor
+          <input value={form.actor ?? ""} onChange={set("actor")} placeholder="user id or email" maxLength={300} />
+        </label>
+        <label>
+          Action
+          <input value={form.action ?? ""} onChange={set("action")} placeholder="users.create or users.*" maxLength={200} />
+        </label>
+        <label>
+          Target table
+          <input value={form.targetTable ?? ""} onChange={set("targetTable")} placeholder="console_users" maxLength={63} />
+        </label>
+        <label>
+          Target id
+          <input value={form.targetId ?? ""} onChange={set("targetId")} maxLength={200} />
+        </label>
+        <label>
+          Outcome
+          <select value={form.outcome ?? ""} onChange={set("outcome")}>
+            <option value="">any</option>
+            <option value="done">done</option>
+            <option value="refused">refused</option>
+            <option value="failed">failed</option>
+          </select>
+        </label>
+        <label>
+          From (UTC)
+          <input type="datetime-local" value={isoToInput(form.from)} onChange={(e) => setForm((f) => ({ ...f, from: inputToIso(e.target.value) }))} />
+        </label>
+        <label>
+          To (UTC)
+          <input type="datetime-local" value={isoToInput(form.to)} onChange={(e) => setForm((f) => ({ ...f, to: inputToIso(e.target.value) }))} />
+        </label>
+        <div className="audit-filter-actions">
+          <button type="submit">Apply</button>
+          {filterQuery ? (
+            <a
+              href="/audit"
+              onClick={(e) => {
+                e.preventDefault();
+                router.push("/audit");
+              }}
+            >
+              Clear
+            </a>
+          ) : null}
+        </div>
+      </form>
+
+      <div className="toolbar audit-actions">
+        <div>
+          <button type="button" data-testid="verify-chain" onClick={verify} disabled={chain.state === "checking"}>
+            Verify chain
+          </button>{" "}
+          <span data-testid="chain-status" role="status" className={chainClass(chain)}>
+            {chain.state === "checking"
+              ? "Verifying…"
+              : chain.state === "error"
+                ? chain.message
+                : chain.state === "done"
+                  ? chain.result.intact
+                    ? `Chain intact — ${chain.result.checked} entries checked`
+                    : `Chain broken at entry #${chain.result.brokenAt?.id} (${PROBLEM_LABELS[chain.result.brokenAt?.problem ?? ""] ?? chain.result.brokenAt?.problem})`
+                  : ""}
+          </span>
+        </div>
+        {canExport ? (
+          <a className="button-link" data-testid="export-csv" href={`/api/v1/audit/export${filterQuery ? `?${filterQuery}` : ""}`} download>
+            Export CSV
+          </a>
+        ) : null}
+      </div>
+
+      {error ? (
+        <div className="error-box" role="alert" data-testid="audit-error">
+          {error}
+        </div>
+      ) : null}
+
+      <div className="audit-table-wrap">
+        <table className="audit-table" data-testid="audit-table">
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>Time (UTC)</th>
+              <th>Actor</th>
+              <th>Action</th>
+              <th>Target</th>
+              <th>Outcome</th>
+              <th>Reason</th>
+              <th>Changes</th>
+            </tr>
+          </thead>
+          <tbody>
+            {entries.map((e) => (
+              <tr key={e.id} data-testid="audit-row">
+                <td className="num">{e.id}</td>
+                <td className="nowrap" title={e.occurredAt}>
+                  {e.occurredAt.slice(0, 19).replace("T", " ")}
+                </td>
+                <td title={e.actorId ? `${e.actorType} ${e.actorId}` : e.actorType}>{e.actorLabel ?? e.actorType}</td>
+                <td>
+                  <code>{e.action}</code>
+                </td>
+                <td>{e.targetTable ? `${e.targetTable} ${e.targetId ?? ""}` : "—"}</td>
+                <td>
+                  <span className={`outcome outcome-${e.outcome}`}>{e.outcome}</span>
+                </td>
+                <td>{e.reason ?? ""}</td>
+                <td>
+                  <EntryChanges entry={e} />
+                </td>
+              </tr>
+            ))}
+            {!loading && entries.length === 0 && !error ? (
+              <tr>
+                <td colSpan={8} className="subtle">
+                  No audit entries match these filters.
+                </td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      </div>
+      <div className="audit-more">
+        {loading ? <span className="subtle">Loading…</span> : null}
+        {!loading && nextCursor ? (
+          <button type="button" data-testid="load-more" onClick={() => void load(nextCursor)}>
+            Load more
+          </button>
+        ) : null}
+      </div>
+    </>
+  );
+}
+
+function chainClass(chain: { state: string; result?: ChainResult }): string {
+  if (chain.state === "done") return chain.result?.intact ? "chain-ok" : "chain-broken";
+  if (chain.state === "error") return "chain-broken";
+  return "subtle";
+}

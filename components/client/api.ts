@@ -1,0 +1,49 @@
+/** Browser-side helpers for the console's own API (used by client components). */
+
+/** A refused API call, with the problem's detail (and field errors) in a readable message. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+/**
+ * fetch() against the console's own API with the session cookie, JSON in and
+ * out. Errors (RFC 9457 problem details) become an ApiError whose message is
+ * the problem's detail (which names the offending fields on a 400).
+ */
+export async function apiFetch<T>(url: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: init.method ?? "GET",
+      credentials: "same-origin",
+      headers: init.body === undefined ? { accept: "application/json" } : { accept: "application/json", "content-type": "application/json" },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      cache: "no-store",
+    });
+  } catch {
+    throw new ApiError("The console could not be reached; check your connection and try again.", 0);
+  }
+  const text = await res.text();
+  let data: unknown = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: fall through
+  }
+  if (!res.ok) {
+    const p = (data ?? {}) as { title?: string; detail?: string };
+    throw new ApiError(p.detail ?? p.title ?? `The request failed (HTTP ${res.status}).`, res.status);
+  }
+  return data as T;
+}
+
+/** Timestamps the same on server and client (no hydration mismatch): "2026-12-01 14:03 UTC". */
+export function formatTime(iso: string | null | undefined): string {
+  return iso ? `${iso.slice(0, 16).replace("T", " ")} UTC` : "—";
+}

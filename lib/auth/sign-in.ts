@@ -1,0 +1,299 @@
+import type { ConsoleUser, PrismaClient } from "../generated/prisma/client";
+import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
+import { PASSWORD_MAX_LENGTH, hashPassword, passwordNeedsRehash, verifyPassword } from "./password";
+import { groupsFromClaim, parseRoleMap, rolesFromGroups } from "./oidc-config";
+import { isRole, type Role } from "./permissions";
+import { checkSignInThrottle, recordSignInAttempt, waitMinutes, type ThrottlePolicy, DEFAULT_THROTTLE } from "./throttle";
+
+/**
+ * Signing in, independent of next-auth (lib/auth/options.ts adapts it):
+ * password sign-in with throttling, and single sign-on users mapped from their
+ * identity provider's groups. Every outcome is audited ("auth.sign_in" done,
+ * "auth.sign_in_failed" refused) with the client's IP and user agent; no
+ * password ever reaches the audit trail or the logs.
+ */
+
+export const EMAIL_MAX_LENGTH = 254;
+
+export interface SignedInUser {
+  id: string;
+  email: string;
+  name: string | null;
+  roles: Role[];
+}
+
+/** Why a sign-in was refused; `code` is what the login page turns into a message. */
+export type SignInRefusal =
+  | { code: "invalid_input" }
+  | { code: "wrong_credentials" }
+  | { code: "throttled"; waitMinutes: number; scope: "account" | "ip" }
+  | { code: "disabled" }
+  | { code: "sso_no_role" }
+  | { code: "sso_conflict" }
+  | { code: "sso_no_email" };
+
+export type SignInResult = { ok: true; user: SignedInUser } | { ok: false; refusal: SignInRefusal };
+
+export function normaliseEmail(raw: string): string {
+  return raw.normalize("NFC").trim().toLowerCase();
+}
+
+function toSignedIn(u: ConsoleUser): SignedInUser {
+  return { id: u.id.toString(), email: u.email, name: u.name, roles: u.roles.filter(isRole) };
+}
+
+function userActor(u: Pick<ConsoleUser, "id" | "email">): AuditActor {
+  return { type: "user", userId: u.id, label: u.email };
+}
+
+export interface PasswordSignInOptions {
+  now?: Date;
+  policy?: ThrottlePolicy;
+}
+
+/**
+ * Email + password. Order: refuse overlong or malformed input (no database, no
+ * scrypt); refuse when throttled (no scrypt); verify the password — against a
+ * dummy hash for unknown and SSO-only users, so every path costs one scrypt;
+ * record the attempt; audit. A disabled account is only reported as disabled
+ * to someone who knows its password; anyone else gets "wrong credentials".
+ */
+export async function passwordSignIn(
+  prisma: PrismaClient,
+  input: { email?: unknown; password?: unknown },
+  meta: RequestMeta,
+  opts: PasswordSignInOptions = {},
+): Promise<SignInResult> {
+  const ip = meta.ip || "unknown";
+  const rawEmail = typeof input.email === "string" ? input.email : "";
+  const password = typeof input.password === "string" ? input.password : "";
+  // Cheap length checks first (a huge string is refused before anything scans it).
+  const overlong =
+    rawEmail.length > EMAIL_MAX_LENGTH * 2 ||
+    password.length > PASSWORD_MAX_LENGTH * 2 ||
+    [...password].length > PASSWORD_MAX_LENGTH ||
+    normaliseEmail(rawEmail).length > EMAIL_MAX_LENGTH;
+  const email = overlong ? normaliseEmail(rawEmail.slice(0, EMAIL_MAX_LENGTH)) : normaliseEmail(rawEmail);
+  const refuse = async (refusal: SignInRefusal, reason: string, user?: ConsoleUser | null, record = true): Promise<SignInResult> => {
+    await prisma.$transaction(async (tx) => {
+      if (record) await recordSignInAttempt(tx, email, ip, false, opts.now);
+      await appendAudit(tx, {
+        actor: { type: "anonymous", label: email || "(no email)" },
+        action: "auth.sign_in_failed",
+        target: user ? { table: "console_users", id: user.id } : null,
+        outcome: "refused",
+        request: meta,
+        detail: { method: "password", reason, ...(refusal.code === "throttled" ? { scope: refusal.scope, waitMinutes: refusal.waitMinutes } : {}) },
+      });
+    });
+    return { ok: false, refusal };
+  };
+
+  if (overlong) return refuse({ code: "invalid_input" }, "input_too_long", null, false);
+  if (!email || !password) return refuse({ code: "invalid_input" }, "missing_email_or_password", null, false);
+
+  const now = opts.now ?? new Date();
+  const throttle = await checkSignInThrottle(prisma, email, ip, now, opts.policy ?? DEFAULT_THROTTLE);
+  if (throttle.throttled) {
+    return refuse(
+      { code: "throttled", scope: throttle.scope, waitMinutes: waitMinutes(throttle.retryAfterMs) },
+      `throttled_${throttle.scope}`,
+      null,
+      false,
+    );
+  }
+
+  const user = await prisma.consoleUser.findUnique({ where: { email } });
+  // verifyPassword runs a dummy scrypt when there is no usable hash (unknown or SSO-only user).
+  const matches = await verifyPassword(password, user?.passwordHash ?? null);
+  if (!user) return refuse({ code: "wrong_credentials" }, "unknown_email");
+  if (!matches) return refuse({ code: "wrong_credentials" }, user.passwordHash ? "wrong_password" : "no_password", user);
+  if (user.disabledAt) return refuse({ code: "disabled" }, "account_disabled", user);
+
+  const rehash = user.passwordHash && passwordNeedsRehash(user.passwordHash) ? await hashPassword(password).catch(() => null) : null;
+  const updated = await prisma.$transaction(async (tx) => {
+    await recordSignInAttempt(tx, email, ip, true, opts.now);
+    const u = await tx.consoleUser.update({
+      where: { id: user.id },
+      data: { lastSignInAt: now, ...(rehash ? { passwordHash: rehash } : {}) },
+    });
+    await appendAudit(tx, {
+      actor: userActor(u),
+      action: "auth.sign_in",
+      target: { table: "console_users", id: u.id },
+      outcome: "done",
+      request: meta,
+      detail: { method: "password", roles: u.roles, ...(rehash ? { passwordRehashed: true } : {}) },
+    });
+    return u;
+  });
+  return { ok: true, user: toSignedIn(updated) };
+}
+
+// --- single sign-on (OpenID Connect) ------------------------------------------
+
+export { groupsFromClaim, parseRoleMap, rolesFromGroups };
+
+export interface SsoProfile {
+  /** The identity provider's stable subject ("sub"). */
+  subject: string;
+  email?: string | null;
+  emailVerified?: boolean | null;
+  name?: string | null;
+  groups: string[];
+}
+
+const sameRoles = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((r) => b.includes(r));
+
+/**
+ * Single sign-on: the console user is found by SSO subject, else by email
+ * (linked on first SSO sign-in if it has no SSO subject yet and the provider
+ * says the email is verified), else created. Roles follow the identity
+ * provider's groups at every sign-in; a change is audited as
+ * "users.roles_changed_by_sso". No matching group → refused (and an existing
+ * user loses its roles, so an open session can do nothing any more).
+ */
+export async function ssoSignIn(
+  prisma: PrismaClient,
+  provider: string,
+  profile: SsoProfile,
+  roleMap: Map<string, Role[]>,
+  meta: RequestMeta,
+  now = new Date(),
+): Promise<SignInResult> {
+  const email = profile.email ? normaliseEmail(profile.email) : "";
+  const roles = rolesFromGroups(profile.groups, roleMap);
+  const subject = `${provider}:${profile.subject}`.slice(0, 300);
+  const system: AuditActor = { type: "system", label: `single sign-on (${provider})` };
+
+  return prisma.$transaction(async (tx) => {
+    const refuse = async (refusal: SignInRefusal, reason: string, user?: ConsoleUser | null): Promise<SignInResult> => {
+      await appendAudit(tx, {
+        actor: { type: "anonymous", label: email || subject },
+        action: "auth.sign_in_failed",
+        target: user ? { table: "console_users", id: user.id } : null,
+        outcome: "refused",
+        request: meta,
+        detail: { method: "sso", provider, subject, reason, groups: profile.groups.slice(0, 50) },
+      });
+      return { ok: false, refusal };
+    };
+
+    let user = await tx.consoleUser.findUnique({ where: { ssoSubject: subject } });
+    if (!user) {
+      if (!email || email.length > EMAIL_MAX_LENGTH) return refuse({ code: "sso_no_email" }, "no_usable_email");
+      const byEmail = await tx.consoleUser.findUnique({ where: { email } });
+      if (byEmail && (byEmail.ssoSubject || profile.emailVerified === false)) {
+        return refuse({ code: "sso_conflict" }, byEmail.ssoSubject ? "email_linked_to_other_subject" : "email_not_verified", byEmail);
+      }
+      user = byEmail;
+    }
+
+    if (roles.length === 0) {
+      if (user && user.roles.length > 0 && user.ssoSubject) {
+        const stripped = await tx.consoleUser.update({ where: { id: user.id }, data: { roles: [], updatedAt: now } });
+        await appendAudit(tx, {
+          actor: system,
+          action: "users.roles_changed_by_sso",
+          target: { table: "console_users", id: user.id },
+          before: { roles: user.roles },
+          after: { roles: stripped.roles },
+          reason: "no identity-provider group maps to a console role any more",
+          request: meta,
+          outcome: "done",
+          detail: { provider, subject, groups: profile.groups.slice(0, 50) },
+        });
+      }
+      return refuse({ code: "sso_no_role" }, "no_role_for_groups", user);
+    }
+    if (user?.disabledAt) return refuse({ code: "disabled" }, "account_disabled", user);
+
+    if (!user) {
+      user = await tx.consoleUser.create({
+        data: { email, name: profile.name?.slice(0, 200) || null, roles, ssoSubject: subject, lastSignInAt: now },
+      });
+      await appendAudit(tx, {
+        actor: system,
+        action: "users.create",
+        target: { table: "console_users", id: user.id },
+        after: { email: user.email, name: user.name, roles: user.roles, ssoSubject: subject },
+        reason: "first single sign-on",
+        request: meta,
+        outcome: "done",
+        detail: { provider, groups: profile.groups.slice(0, 50) },
+      });
+    } else {
+      const before = user;
+      const emailChanged = !!email && email !== user.email && !(await tx.consoleUser.findUnique({ where: { email } }));
+      user = await tx.consoleUser.update({
+        where: { id: user.id },
+        data: {
+          roles,
+          ssoSubject: subject,
+          lastSignInAt: now,
+          ...(emailChanged ? { email } : {}),
+          ...(profile.name && !user.name ? { name: profile.name.slice(0, 200) } : {}),
+          ...(!sameRoles(before.roles, roles) || !before.ssoSubject || emailChanged ? { updatedAt: now } : {}),
+        },
+      });
+      if (!before.ssoSubject) {
+        await appendAudit(tx, {
+          actor: system,
+          action: "users.sso_linked",
+          target: { table: "console_users", id: user.id },
+          before: { ssoSubject: null },
+          after: { ssoSubject: subject },
+          reason: "first single sign-on with this verified email",
+          request: meta,
+          outcome: "done",
+          detail: { provider },
+        });
+      }
+      if (!sameRoles(before.roles, roles)) {
+        await appendAudit(tx, {
+          actor: system,
+          action: "users.roles_changed_by_sso",
+          target: { table: "console_users", id: user.id },
+          before: { roles: before.roles },
+          after: { roles: user.roles },
+          reason: "identity-provider groups changed",
+          request: meta,
+          outcome: "done",
+          detail: { provider, groups: profile.groups.slice(0, 50) },
+        });
+      }
+      if (emailChanged) {
+        await appendAudit(tx, {
+          actor: system,
+          action: "users.email_changed_by_sso",
+          target: { table: "console_users", id: user.id },
+          before: { email: before.email },
+          after: { email: user.email },
+          reason: "the identity provider reports a new email",
+          request: meta,
+          outcome: "done",
+          detail: { provider },
+        });
+      }
+    }
+    await appendAudit(tx, {
+      actor: userActor(user),
+      action: "auth.sign_in",
+      target: { table: "console_users", id: user.id },
+      outcome: "done",
+      request: meta,
+      detail: { method: "sso", provider, roles: user.roles },
+    });
+    return { ok: true, user: toSignedIn(user) };
+  });
+}
+
+/** Sign-out (the session cookie is cleared by next-auth). */
+export async function auditSignOut(prisma: PrismaClient, userId: string, meta: RequestMeta = {}): Promise<void> {
+  if (!/^\d{1,19}$/.test(userId)) return;
+  const user = await prisma.consoleUser.findUnique({ where: { id: BigInt(userId) }, select: { id: true, email: true } });
+  if (!user) return;
+  await prisma.$transaction((tx) =>
+    appendAudit(tx, { actor: userActor(user), action: "auth.sign_out", target: { table: "console_users", id: user.id }, outcome: "done", request: meta }),
+  );
+}

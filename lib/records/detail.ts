@@ -1,0 +1,222 @@
+import { z } from "zod";
+import { ProblemError } from "../api/problem";
+import { actorOf, audit, type RequestMeta } from "../audit";
+import { can, type Principal } from "../auth/permissions";
+import type { Database } from "../db/client";
+import type { SqlExecutor } from "../db/sql";
+import { InvalidInputError, NotFoundError } from "../idempotency/errors";
+import { DEFAULT_WINDOW_SECONDS, duplicatesOfRecord, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS, type SuspectedDuplicate } from "./duplicates";
+import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedField, type MaskRules } from "./mask";
+import { durationParam, optional } from "./params";
+import { recordColumns, type RecordSummary } from "./row";
+
+/**
+ * Everything about one record: every field, the event timeline, reconciliation items,
+ * outbox messages, the audit entries that touch it and its suspected duplicates — and
+ * the stored response at the level the viewer may see:
+ * - "none"     (no records.read_body): no headers, no body;
+ * - "masked"   (records.read_body): sensitive fields masked (lib/records/mask.ts), with where;
+ * - "revealed" (records.reveal, via POST …/reveal, audited by the caller): as stored, plus
+ *   where the masks would have been.
+ * Outbox payloads follow the same levels (absent / masked / as stored).
+ * Every list comes from an index on record id (events: (record_id, occurred_at);
+ * audit_log: (target_table, target_id)). Compensations join here once that table exists.
+ */
+
+export const AUDIT_TARGET_TABLE = "idempotency_records";
+/** Timeline rows returned at most (newest kept); a webhook redelivered all day has many. */
+export const MAX_TIMELINE_EVENTS = 500;
+export const MAX_AUDIT_ENTRIES = 200;
+
+export const recordIdParam = z
+  .string()
+  .regex(/^\d{1,19}$/, "must be a record id (digits)")
+  .transform((v) => BigInt(v))
+  .refine((v) => v > 0n && v <= 9223372036854775807n, "must be a record id");
+
+export const detailQuerySchema = z
+  .object({
+    /** Window for suspected duplicates (default 10m; 1m … 24h). */
+    window: optional(durationParam(MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS)),
+  })
+  .strict();
+
+export type BodyAccess = "none" | "masked" | "revealed";
+
+export interface RecordFull extends RecordSummary {
+  responseHeaders: HeaderPairs | null;
+  responseBody: string | null;
+}
+
+export interface TimelineEvent {
+  id: bigint;
+  kind: string;
+  occurredAt: Date;
+  payloadHash: string | null;
+  responseCode: number | null;
+  detail: unknown;
+}
+
+export interface StoredResponseOut {
+  access: Exclude<BodyAccess, "none">;
+  code: number | null;
+  headers: HeaderPairs | null;
+  body: string | null;
+  /** Masked ("masked") or maskable ("revealed") places. */
+  masked: MaskedField[];
+}
+
+export interface RecordDetail {
+  record: RecordSummary;
+  /** null when the viewer may not read response bodies. */
+  response: StoredResponseOut | null;
+  bodyAccess: BodyAccess;
+  timeline: { events: TimelineEvent[]; total: number; truncated: boolean };
+  reconciliationItems: Record<string, unknown>[];
+  outboxMessages: Record<string, unknown>[];
+  audit: Record<string, unknown>[];
+  suspectedDuplicates: SuspectedDuplicate[];
+  duplicateWindowSeconds: number;
+}
+
+export async function loadRecord(sql: SqlExecutor, id: bigint): Promise<RecordFull> {
+  const [row] = await sql.query<RecordFull>(
+    `SELECT ${recordColumns("r")}, r.response_headers AS "responseHeaders", r.response_body AS "responseBody"
+       FROM idempotency_records r WHERE r.id = $1`,
+    [id],
+  );
+  if (!row) throw new NotFoundError(`There is no record ${id} (it may have been purged).`);
+  return row;
+}
+
+/** The stored response at the given access level (null for "none"). */
+export function responseView(record: RecordFull, access: BodyAccess, rules?: MaskRules): StoredResponseOut | null {
+  if (access === "none") return null;
+  const stored = { code: record.responseCode, headers: record.responseHeaders, body: record.responseBody };
+  const masked = maskResponse(stored, rules ?? buildMaskRules());
+  return access === "masked"
+    ? { access, code: masked.code, headers: masked.headers, body: masked.body, masked: masked.masked }
+    : { access, ...stored, masked: masked.masked };
+}
+
+export async function recordDetail(
+  sql: SqlExecutor,
+  id: bigint,
+  opts: { bodyAccess: BodyAccess; windowSeconds?: number; rules?: MaskRules },
+): Promise<RecordDetail> {
+  const record = await loadRecord(sql, id);
+  const windowSeconds = opts.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
+  const [events, total, reconciliationItems, outboxMessages, audit, suspectedDuplicates] = await Promise.all([
+    sql.query<TimelineEvent>(
+      `SELECT * FROM (
+         SELECT e.id, e.kind, e.occurred_at AS "occurredAt", e.payload_hash AS "payloadHash",
+                e.response_code AS "responseCode", e.detail
+           FROM idempotency_events e WHERE e.record_id = $1
+          ORDER BY e.occurred_at DESC, e.id DESC LIMIT $2
+       ) t ORDER BY "occurredAt", id`,
+      [id, MAX_TIMELINE_EVENTS],
+    ),
+    sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events WHERE record_id = $1`, [id]),
+    sql.query(
+      `SELECT id, provider, provider_request_id AS "providerRequestId", state, attempts, last_checked_at AS "lastCheckedAt",
+              next_check_at AS "nextCheckAt", last_error AS "lastError", resolution, resolved_by AS "resolvedBy",
+              resolved_at AS "resolvedAt", created_at AS "createdAt", updated_at AS "updatedAt"
+         FROM reconciliation_items WHERE record_id = $1 ORDER BY created_at, id`,
+      [id],
+    ),
+    sql.query(
+      `SELECT id, topic, payload, status, attempts, next_attempt_at AS "nextAttemptAt", last_error AS "lastError",
+              created_at AS "createdAt", sent_at AS "sentAt"
+         FROM outbox_messages WHERE record_id = $1 ORDER BY created_at, id`,
+      [id],
+    ),
+    sql.query(
+      `SELECT id, occurred_at AS "occurredAt", actor_type AS "actorType", actor_id AS "actorId", actor_label AS "actorLabel",
+              action, outcome, reason, before, after, detail, request_id AS "requestId"
+         FROM audit_log WHERE target_table = $1 AND target_id = $2 ORDER BY id DESC LIMIT $3`,
+      [AUDIT_TARGET_TABLE, id.toString(), MAX_AUDIT_ENTRIES],
+    ),
+    duplicatesOfRecord(sql, record, windowSeconds),
+  ]);
+  const { responseHeaders: _h, responseBody: _b, ...summary } = record;
+  const n = Number(total[0].n);
+  const rules = opts.rules ?? buildMaskRules();
+  return {
+    record: summary,
+    response: responseView(record, opts.bodyAccess, rules),
+    bodyAccess: opts.bodyAccess,
+    timeline: { events, total: n, truncated: n > events.length },
+    reconciliationItems,
+    outboxMessages: outboxMessages.map((m) => outboxView(m, opts.bodyAccess, rules)),
+    audit,
+    suspectedDuplicates,
+    duplicateWindowSeconds: windowSeconds,
+  };
+}
+
+/** An outbox message's payload at the viewer's level (it is a message body like any other). */
+function outboxView(message: Record<string, unknown>, access: BodyAccess, rules: MaskRules): Record<string, unknown> {
+  if (access === "none") return { ...message, payload: null, payloadHidden: true };
+  const text = JSON.stringify(message.payload ?? null);
+  const m = maskBody(text, rules);
+  const masked = m.masked.map((f) => ({ ...f, path: f.path.replace(/^body/, "payload") }));
+  return access === "masked" ? { ...message, payload: JSON.parse(m.body), masked } : { ...message, masked };
+}
+
+/**
+ * The record id of /api/v1/records/{id}[/…]. apiRoute does not pass Next's params
+ * through, and the path is the same thing: read it from the URL, after authentication.
+ */
+export function recordIdFromUrl(url: string): bigint {
+  const m = /\/records\/([^/]*)(?:\/[^/]+)?\/?$/.exec(new URL(url).pathname);
+  const r = recordIdParam.safeParse(m ? decodeURIComponent(m[1]) : "");
+  if (!r.success) {
+    throw new InvalidInputError("invalid path: id must be a record id (a positive whole number)", [{ path: "id", message: "must be a record id" }]);
+  }
+  return r.data;
+}
+
+export interface RevealResult {
+  recordId: bigint;
+  response: StoredResponseOut;
+  /** The audit entry that records this reveal. */
+  auditId: bigint;
+}
+
+/**
+ * Reveal: the stored response unmasked, for a principal holding records.reveal (the
+ * route checks it) and records.read_body. Nothing changes, but the reveal is an action:
+ * the audit entry (who, which record, the reason, which fields were masked — never
+ * their values) is written BEFORE the data is returned; no entry, no data.
+ */
+export async function revealResponse(
+  database: Pick<Database, "sql" | "prisma">,
+  principal: Principal,
+  id: bigint,
+  reason: string,
+  request: RequestMeta,
+  rules?: MaskRules,
+): Promise<RevealResult> {
+  const target = { table: AUDIT_TARGET_TABLE, id };
+  if (!can(principal, "records.read_body")) {
+    await audit(database.prisma, { actor: actorOf(principal), action: "records.reveal", target, reason, request, outcome: "refused", detail: { reason: "missing permission records.read_body" } });
+    throw new ProblemError(403, "forbidden", "Forbidden", "Revealing a response also needs the permission records.read_body.");
+  }
+  const record = await loadRecord(database.sql, id);
+  const response = responseView(record, "revealed", rules)!;
+  const entry = await audit(database.prisma, {
+    actor: actorOf(principal),
+    action: "records.reveal",
+    target,
+    reason,
+    request,
+    outcome: "done",
+    detail: {
+      scope: record.scope,
+      operation: record.operation,
+      idempotencyKey: record.idempotencyKey,
+      revealed: response.masked.map((m) => `${m.path} (${m.rule})`),
+    },
+  });
+  return { recordId: id, response, auditId: entry.id };
+}

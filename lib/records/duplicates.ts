@@ -1,0 +1,279 @@
+import { z } from "zod";
+import type { SqlExecutor } from "../db/sql";
+import { operationSchema, scopeSchema } from "../idempotency/schemas";
+import { durationParam, intParam, isoTime, optional, resolveRange } from "./params";
+import { paramList, recordColumns, type RecordSummary } from "./row";
+
+/**
+ * Duplicate-charge investigation: the double charges an idempotency key cannot catch
+ * because the client sent a NEW key for the same intent (a fresh key per click).
+ * Two records are suspected duplicates when they share scope and operation, have
+ * different keys, were created within `window` of each other, and either
+ * - carry the same payload_hash (the same request, byte for byte after normalisation), or
+ * - carry the same amount_minor, currency and resource_id (the same money for the same thing).
+ *
+ * A pair is found when its EARLIER record was created in [from, to). Pairs sharing a
+ * record form one cluster (three clicks → one cluster of three).
+ *
+ * Index use: the records created in the range come from (created_at, id) — or
+ * (scope, created_at, id) with a scope filter. Their partners lie in [from, to + window),
+ * which the query states explicitly, so the planner either hash-joins two index ranges
+ * (a wide range) or probes idempotency_records_duplicate_idx (scope, operation,
+ * payload_hash, created_at) / the resource_id index per record (a narrow one); it never
+ * needs to read the whole table.
+ */
+
+export const DEFAULT_WINDOW_SECONDS = 10 * 60;
+export const MIN_WINDOW_SECONDS = 60;
+export const MAX_WINDOW_SECONDS = 24 * 3600;
+const DAY_MS = 86_400_000;
+export const MAX_CLUSTERS = 500;
+/** Pairs read per request at most; beyond that the answer says truncated. */
+export const MAX_PAIRS = 5000;
+
+export const DUPLICATE_BASES = ["payload_hash", "amount_resource"] as const;
+export type DuplicateBasis = (typeof DUPLICATE_BASES)[number];
+
+export const duplicatesQuerySchema = z
+  .object({
+    from: optional(isoTime),
+    to: optional(isoTime),
+    /** How far apart two records may be created (default 10m; 1m … 24h). */
+    window: optional(durationParam(MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS)),
+    scope: optional(scopeSchema),
+    operation: optional(operationSchema),
+    /** Which rule (default both). */
+    basis: optional(z.enum([...DUPLICATE_BASES, "both"])),
+    limit: optional(intParam(1, MAX_CLUSTERS)),
+  })
+  .strict()
+  .transform((v, ctx) => {
+    const range = resolveRange(v, { defaultSpanMs: DAY_MS, maxSpanMs: 31 * DAY_MS });
+    if (typeof range === "string") {
+      ctx.addIssue({ code: "custom", message: range, path: ["from"] });
+      return z.NEVER;
+    }
+    return {
+      ...range,
+      windowSeconds: v.window ?? DEFAULT_WINDOW_SECONDS,
+      scope: v.scope,
+      operation: v.operation,
+      bases: v.basis === undefined || v.basis === "both" ? [...DUPLICATE_BASES] : [v.basis],
+      limit: v.limit ?? 100,
+    };
+  });
+
+export type DuplicatesQuery = z.output<typeof duplicatesQuerySchema>;
+export interface DuplicatesInput {
+  from: Date;
+  to: Date;
+  windowSeconds?: number;
+  scope?: string;
+  operation?: string;
+  bases?: DuplicateBasis[];
+  limit?: number;
+}
+
+export interface DuplicatePair {
+  first: bigint;
+  second: bigint;
+  basis: DuplicateBasis[];
+  secondsApart: number;
+}
+
+export interface DuplicateCluster {
+  scope: string;
+  operation: string;
+  basis: DuplicateBasis[];
+  /** Set when every record in the cluster has the same value. */
+  payloadHash: string | null;
+  amountMinor: bigint | null;
+  currency: string | null;
+  firstAt: Date;
+  lastAt: Date;
+  spanSeconds: number;
+  /** Completed records among them: two or more is money taken twice unless refunded. */
+  completed: number;
+  /** Distinct provider references: the charges to look up at the provider. */
+  providerReferences: string[];
+  /** Oldest first, side by side. */
+  records: RecordSummary[];
+  pairs: DuplicatePair[];
+}
+
+export interface DuplicatesResult {
+  from: Date;
+  to: Date;
+  windowSeconds: number;
+  bases: DuplicateBasis[];
+  clusters: DuplicateCluster[];
+  /** More clusters (or pairs) exist than were returned: narrow the range or filters. */
+  truncated: boolean;
+}
+
+const PAIR_ON: Record<DuplicateBasis, string> = {
+  payload_hash: `b.scope = a.scope AND b.operation = a.operation AND b.payload_hash = a.payload_hash`,
+  amount_resource: `b.resource_id = a.resource_id AND b.amount_minor = a.amount_minor AND b.currency = a.currency
+                    AND b.scope = a.scope AND b.operation = a.operation`,
+};
+const ANCHOR_WHERE: Record<DuplicateBasis, string> = {
+  payload_hash: "TRUE",
+  amount_resource: "a.resource_id IS NOT NULL AND a.amount_minor IS NOT NULL AND a.currency IS NOT NULL",
+};
+
+/** The pair-finding SQL (exported for the EXPLAIN test). */
+export function duplicatePairsSql(input: DuplicatesInput): { text: string; values: unknown[] } {
+  const p = paramList();
+  const from = p.add(input.from);
+  const to = p.add(input.to);
+  const win = p.add(input.windowSeconds ?? DEFAULT_WINDOW_SECONDS);
+  const filters = [`a.created_at >= ${from}`, `a.created_at < ${to}`];
+  if (input.scope) filters.push(`a.scope = ${p.add(input.scope)}`);
+  if (input.operation) filters.push(`a.operation = ${p.add(input.operation)}`);
+  const branches = (input.bases ?? DUPLICATE_BASES).map(
+    (basis) => `SELECT a.id AS first, b.id AS second, '${basis}'::text AS basis,
+                       extract(epoch FROM b.created_at - a.created_at)::float8 AS "secondsApart", b.created_at AS last_at
+                  FROM idempotency_records a
+                  JOIN idempotency_records b
+                    ON ${PAIR_ON[basis]}
+                   AND b.idempotency_key <> a.idempotency_key
+                   AND b.created_at >= a.created_at AND b.created_at <= a.created_at + make_interval(secs => ${win})
+                   AND (b.created_at, b.id) > (a.created_at, a.id)
+                   -- implied by the two lines above, spelled out so the partners are a range too
+                   AND b.created_at >= ${from} AND b.created_at < ${to}::timestamptz + make_interval(secs => ${win})
+                 WHERE ${[...filters, ANCHOR_WHERE[basis]].join(" AND ")}`,
+  );
+  const cap = p.add(MAX_PAIRS + 1);
+  return { text: `${branches.join(" UNION ALL ")} ORDER BY last_at DESC LIMIT ${cap}`, values: p.values };
+}
+
+export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): Promise<DuplicatesResult> {
+  const windowSeconds = input.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
+  const bases = input.bases ?? [...DUPLICATE_BASES];
+  const limit = Math.min(input.limit ?? 100, MAX_CLUSTERS);
+  const { text, values } = duplicatePairsSql({ ...input, windowSeconds, bases });
+  const raw = await sql.query<{ first: bigint; second: bigint; basis: DuplicateBasis; secondsApart: number }>(text, values);
+  let truncated = raw.length > MAX_PAIRS;
+  const rows = raw.slice(0, MAX_PAIRS);
+
+  // One pair per (first, second), with every basis that found it.
+  const pairs = new Map<string, DuplicatePair>();
+  for (const r of rows) {
+    const k = `${r.first}:${r.second}`;
+    const pair = pairs.get(k) ?? { first: r.first, second: r.second, basis: [], secondsApart: Math.round(r.secondsApart) };
+    if (!pair.basis.includes(r.basis)) pair.basis.push(r.basis);
+    pairs.set(k, pair);
+  }
+
+  // Clusters: connected components of the pairs (union-find on ids).
+  const parent = new Map<bigint, bigint>();
+  const find = (x: bigint): bigint => {
+    let root = x;
+    while (parent.get(root)! !== root) root = parent.get(root)!;
+    parent.set(x, root);
+    return root;
+  };
+  for (const pair of pairs.values()) {
+    for (const id of [pair.first, pair.second]) if (!parent.has(id)) parent.set(id, id);
+    const [ra, rb] = [find(pair.first), find(pair.second)];
+    if (ra !== rb) parent.set(ra, rb);
+  }
+  const ids = [...parent.keys()];
+  const records = ids.length
+    ? await sql.query<RecordSummary>(`SELECT ${recordColumns("r")} FROM idempotency_records r WHERE r.id = ANY ($1::bigint[])`, [
+        ids.map(String),
+      ])
+    : [];
+  const byId = new Map(records.map((r) => [r.id, r]));
+
+  const groups = new Map<bigint, { records: RecordSummary[]; pairs: DuplicatePair[] }>();
+  for (const pair of pairs.values()) {
+    const root = find(pair.first);
+    const g = groups.get(root) ?? { records: [], pairs: [] };
+    g.pairs.push(pair);
+    groups.set(root, g);
+  }
+  for (const id of ids) {
+    const r = byId.get(id);
+    if (r) groups.get(find(id))!.records.push(r); // a record purged meanwhile is simply absent
+  }
+
+  let clusters = [...groups.values()].filter((g) => g.records.length >= 2).map((g) => clusterOf(g.records, g.pairs));
+  clusters.sort((a, b) => b.lastAt.getTime() - a.lastAt.getTime());
+  if (clusters.length > limit) {
+    clusters = clusters.slice(0, limit);
+    truncated = true;
+  }
+  return { from: input.from, to: input.to, windowSeconds, bases, clusters, truncated };
+}
+
+function same<T>(values: T[]): T | null {
+  return values.every((v) => v === values[0]) ? values[0] : null;
+}
+
+function clusterOf(records: RecordSummary[], pairs: DuplicatePair[]): DuplicateCluster {
+  records.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+  const firstAt = records[0].createdAt;
+  const lastAt = records[records.length - 1].createdAt;
+  const amounts = records.map((r) => r.amountMinor);
+  const amount = amounts.every((a) => a !== null && a === amounts[0]) ? amounts[0] : null;
+  return {
+    scope: records[0].scope,
+    operation: records[0].operation,
+    basis: DUPLICATE_BASES.filter((b) => pairs.some((p) => p.basis.includes(b))),
+    payloadHash: same(records.map((r) => r.payloadHash)),
+    amountMinor: amount,
+    currency: same(records.map((r) => r.currency)),
+    firstAt,
+    lastAt,
+    spanSeconds: Math.round((lastAt.getTime() - firstAt.getTime()) / 1000),
+    completed: records.filter((r) => r.status === "completed").length,
+    providerReferences: [...new Set(records.map((r) => r.providerReference).filter((x): x is string => x !== null))],
+    records,
+    pairs: pairs.sort((a, b) => (a.first === b.first ? (a.second < b.second ? -1 : 1) : a.first < b.first ? -1 : 1)),
+  };
+}
+
+export interface SuspectedDuplicate extends RecordSummary {
+  basis: DuplicateBasis[];
+  /** Positive: created after the record in question. */
+  secondsApart: number;
+}
+
+/** The suspected duplicates of one record, within ±window (record detail). */
+export async function duplicatesOfRecord(
+  sql: SqlExecutor,
+  record: Pick<RecordSummary, "id" | "scope" | "operation" | "idempotencyKey" | "payloadHash" | "resourceId" | "amountMinor" | "currency" | "createdAt">,
+  windowSeconds = DEFAULT_WINDOW_SECONDS,
+): Promise<SuspectedDuplicate[]> {
+  const near = `b.idempotency_key <> $4 AND b.created_at BETWEEN $5::timestamptz - make_interval(secs => $6)
+                AND $5::timestamptz + make_interval(secs => $6)`;
+  const hasResource = record.resourceId !== null && record.amountMinor !== null && record.currency !== null;
+  const rows = await sql.query<RecordSummary & { basis: DuplicateBasis }>(
+    `SELECT ${recordColumns("b")}, 'payload_hash'::text AS basis FROM idempotency_records b
+      WHERE b.scope = $1 AND b.operation = $2 AND b.payload_hash = $3 AND ${near}
+     ${
+       hasResource
+         ? `UNION ALL
+     SELECT ${recordColumns("b")}, 'amount_resource'::text FROM idempotency_records b
+      WHERE b.resource_id = $7 AND b.amount_minor = $8 AND b.currency = $9 AND b.scope = $1 AND b.operation = $2 AND ${near}`
+         : ""
+     }`,
+    [
+      record.scope,
+      record.operation,
+      record.payloadHash,
+      record.idempotencyKey,
+      record.createdAt,
+      windowSeconds,
+      ...(hasResource ? [record.resourceId, record.amountMinor, record.currency] : []),
+    ],
+  );
+  const out = new Map<bigint, SuspectedDuplicate>();
+  for (const { basis, ...r } of rows) {
+    const d = out.get(r.id) ?? { ...r, basis: [], secondsApart: Math.round((r.createdAt.getTime() - record.createdAt.getTime()) / 1000) };
+    if (!d.basis.includes(basis)) d.basis.push(basis);
+    out.set(r.id, d);
+  }
+  return [...out.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+}

@@ -1,0 +1,29 @@
+import { randomBytes } from "node:crypto";
+import { ALL_PERMISSIONS, type Permission, type Role } from "@/lib/auth/permissions";
+import { generateToken } from "@/lib/auth/tokens";
+import type { Database } from "@/lib/db/client";
+
+/**
+ * For the read-API tests: a user with the given roles and an API token for them
+ * (scopes default to every permission; the token then holds exactly its roles' permissions).
+ */
+export async function tokenFor(db: Database, roles: Role[], scopes: readonly Permission[] = ALL_PERMISSIONS): Promise<{ token: string; userId: bigint; email: string }> {
+  const email = `${roles.join("-") || "none"}-${randomBytes(4).toString("hex")}@example.com`;
+  const user = await db.prisma.consoleUser.create({ data: { email, roles } });
+  const t = generateToken();
+  await db.prisma.apiToken.create({ data: { userId: user.id, name: "records test", tokenPrefix: t.prefix, tokenHash: t.hash, scopes: [...scopes] } });
+  return { token: t.token, userId: user.id, email };
+}
+
+type Handler = (request: Request, ctx?: unknown) => Promise<Response>;
+
+export function call(handler: Handler, url: string, token: string | null, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (token) headers.set("authorization", `Bearer ${token}`);
+  return handler(new Request(new URL(url, "http://console.test"), { ...init, headers }));
+}
+
+export async function json<T = Record<string, any>>(res: Response): Promise<T> {
+  return (await res.json()) as T;
+}
+

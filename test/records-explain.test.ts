@@ -1,0 +1,227 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { get_dmmf } from "@prisma/prisma-schema-wasm";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type Database } from "@/lib/db/client";
+import { migrate } from "@/lib/db/migrate";
+import { bulkGenerate } from "@/lib/demo/bulk";
+import { duplicatePairsSql } from "@/lib/records/duplicates";
+import { parseStuckThresholds } from "@/lib/records/config";
+import { queueSql } from "@/lib/records/queue";
+import { SEARCH_FIELDS, searchSql, type SearchField, type SearchInput } from "@/lib/records/search";
+import { conflictRowsSql } from "@/lib/stats/conflicts";
+import { expirySql } from "@/lib/stats/expiry";
+import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+
+/**
+ * The read side answers from indexes, not scans: EXPLAIN every query shape on real
+ * Postgres after ANALYZE on 20,000 bulk records (60,000 events), in a database whose
+ * default collation is NOT "C" (ICU en-US), where a default-opclass btree cannot serve
+ * LIKE 'prefix%' — only the text_pattern_ops indexes of 20261130030000_search_indexes can.
+ */
+
+const FIELDS = Object.keys(SEARCH_FIELDS) as SearchField[];
+const now = new Date("2026-11-30T12:00:00.000Z");
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Index Cond"?: string;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+const describeNode = (n: PlanNode) =>
+  `${n["Node Type"]}${n["Relation Name"] ? ` on ${n["Relation Name"]}` : ""}${n["Index Name"] ? ` using ${n["Index Name"]}` : ""}${n["Index Cond"] ? ` [${n["Index Cond"]}]` : ""}`;
+
+describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k records, after ANALYZE)", () => {
+  let db: Database;
+  let dbName: string;
+  const admin = () => new pg.Client({ connectionString: process.env.DATABASE_URL });
+
+  beforeAll(async () => {
+    dbName = `ic_test_explain_${randomBytes(4).toString("hex")}`;
+    const c = admin();
+    await c.connect();
+    try {
+      await c.query(`CREATE DATABASE "${dbName}" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`);
+    } finally {
+      await c.end();
+    }
+    const url = new URL(process.env.DATABASE_URL!);
+    url.pathname = `/${dbName}`;
+    db = await openDatabase({ mode: "postgres", url: url.toString() });
+    await db.withSession((s) => migrate(s));
+    await bulkGenerate(db.sql, { records: 20_000, seed: 9, days: 30, now, batchSize: 5000 });
+    // The bulk traffic has five big tenants; add a small one, so a scope prefix can be selective.
+    await db.sql.query(
+      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at, created_at, updated_at)
+       SELECT 'partner:zeta', operation, idempotency_key || '-z', payload_hash, status, expires_at, created_at, updated_at
+         FROM idempotency_records ORDER BY id LIMIT 20`,
+    );
+    await db.sql.exec("ANALYZE");
+  });
+
+  afterAll(async () => {
+    await db?.close();
+    const c = admin();
+    await c.connect();
+    try {
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1`, [dbName]);
+        if (rows[0].n === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  });
+
+  async function plan(q: { text: string; values: unknown[] }): Promise<PlanNode[]> {
+    const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values);
+    return nodes(row["QUERY PLAN"][0].Plan);
+  }
+
+  async function expectNoSeqScan(label: string, q: { text: string; values: unknown[] }, tables = ["idempotency_records", "idempotency_events"]) {
+    const all = await plan(q);
+    const seq = all.filter((n) => n["Node Type"] === "Seq Scan" && tables.includes(n["Relation Name"] ?? ""));
+    expect(seq.map(describeNode), `${label}:\n  ${all.map(describeNode).join("\n  ")}`).toEqual([]);
+    return all;
+  }
+
+  it("the database really compares text in a non-C collation (so LIKE needs text_pattern_ops)", async () => {
+    const [r] = await db.sql.query<{ icu: boolean; c: boolean }>(`SELECT 'a' < 'B' AS icu, 'a' < 'B' COLLATE "C" AS c`);
+    expect(r).toEqual({ icu: true, c: false });
+  });
+
+  it("search by every field, exact and prefix (selective, broad, absent), answers from an index", async () => {
+    const indexOf: Record<SearchField, string> = {
+      key: "idempotency_records_key_pattern_idx",
+      scope: "idempotency_records_scope_created_at_idx",
+      provider_reference: "idempotency_records_provider_reference_idx",
+      provider_request_id: "idempotency_records_provider_request_id_idx",
+      correlation_id: "idempotency_records_correlation_id_idx",
+      resource_id: "idempotency_records_resource_id_idx",
+    };
+    let checkedIndex = 0;
+    for (const field of FIELDS) {
+      const column = SEARCH_FIELDS[field];
+      const [{ v }] =
+        field === "scope"
+          ? [{ v: "partner:zeta" }]
+          : await db.sql.query<{ v: string }>(`SELECT ${column} AS v FROM idempotency_records WHERE ${column} IS NOT NULL ORDER BY id OFFSET 1234 LIMIT 1`);
+      const cases: [string, SearchInput][] = [
+        ["exact", { q: v, field }],
+        ["prefix, selective", { q: v.slice(0, v.length - 1), field, match: "prefix" }],
+        ["prefix, broad", { q: v.slice(0, 3), field, match: "prefix" }],
+        ["prefix, absent", { q: "zz_nothing", field, match: "prefix" }],
+        ["exact, page 2", { q: v, field, cursor: { t: "2026-11-29T00:00:00.000000Z", id: 10_000n } }],
+      ];
+      for (const [label, input] of cases) {
+        const q = searchSql(input);
+        const used = await expectNoSeqScan(`${field} ${label} ${input.q}`, q);
+        const [{ n }] = await db.sql.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM idempotency_records WHERE ${input.match === "prefix" ? `left(${column}, length($1)) = $1` : `${column} = $1`}`,
+          [input.q],
+        );
+        if (n <= 100 && !input.cursor) {
+          // Few matches: the field's own index, a prefix turned into an index range (~>=~ … ~<~).
+          // (Many matches: the planner may rather walk (created_at, id) newest first and stop at the page.)
+          const scan = used.find((x) => x["Index Name"] === indexOf[field]);
+          expect(scan, `${field} ${label} (${n} matches): ${used.map(describeNode).join("; ")}`).toBeTruthy();
+          checkedIndex++;
+          if (input.match === "prefix") expect(scan!["Index Cond"]).toMatch(/~>=~/);
+        }
+        // And the answer is right under this collation.
+        const rows = await db.sql.query<{ id: bigint }>(q.text, q.values);
+        const truth = await db.sql.query<{ id: bigint }>(
+          `SELECT id FROM idempotency_records WHERE ${input.match === "prefix" ? `left(${column}, length($1)) = $1` : `${column} = $1`}
+             ${input.cursor ? `AND (created_at, id) < ('2026-11-29T00:00:00Z', 10000)` : ""}
+            ORDER BY created_at DESC, id DESC LIMIT 51`,
+          [input.q],
+        );
+        expect(rows.map((r) => r.id)).toEqual(truth.map((r) => r.id));
+      }
+    }
+    expect(checkedIndex).toBeGreaterThanOrEqual(FIELDS.length * 2);
+
+    // The control: with a default-opclass index instead, this collation leaves LIKE without an index range.
+    const control = await db.withSession(async (s) => {
+      await s.exec("BEGIN");
+      try {
+        await s.exec(`DROP INDEX idempotency_records_key_pattern_idx; CREATE INDEX control_key_idx ON idempotency_records (idempotency_key)`);
+        const q = searchSql({ q: "bulk-9-1234", field: "key", match: "prefix" });
+        const [row] = await s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values);
+        return nodes(row["QUERY PLAN"][0].Plan);
+      } finally {
+        await s.exec("ROLLBACK");
+      }
+    });
+    expect(control.some((n) => n["Index Name"] === "control_key_idx" && /~>=~|>=/.test(n["Index Cond"] ?? ""))).toBe(false);
+
+    // All six fields at once, and the plain newest-first listing.
+    await expectNoSeqScan("all fields", searchSql({ q: "mp_req_" , match: "prefix" }));
+    await expectNoSeqScan("listing", searchSql({}));
+    await expectNoSeqScan("listing, status filter", searchSql({ status: "failed", limit: 200 }));
+  });
+
+  it("duplicates over a day, the queue, conflicts, expiry in the next 24 h: no sequential scan of records or events", async () => {
+    const day = { from: new Date(now.getTime() - 86_400_000), to: now };
+    await expectNoSeqScan("duplicates, 1 day", duplicatePairsSql({ ...day }));
+    await expectNoSeqScan("duplicates, 1 day, one scope", duplicatePairsSql({ ...day, scope: "tenant:hooli" }));
+    const thresholds = parseStuckThresholds("default=5m,capture_payment=2m");
+    await expectNoSeqScan("queue", queueSql({}, thresholds, now));
+    await expectNoSeqScan("queue, pending, newest first", queueSql({ kind: "pending", sort: "age_asc" }, thresholds, now));
+    await expectNoSeqScan("queue, stuck, page 2", queueSql({ kind: "stuck", cursor: { t: "2026-11-20T00:00:00.000000Z", id: 5n } }, thresholds, now));
+    const conflictGroups = conflictRowsSql({ ...day }, { select: "e.operation, count(*)", outer: () => "GROUP BY 1" });
+    const used = await expectNoSeqScan("conflicts by operation", conflictGroups);
+    // One index range per operation: only conflict events are read.
+    const perOperation = (n: PlanNode) =>
+      n["Index Name"] === "idempotency_events_operation_kind_occurred_at_idx" && /kind = 'conflict'/.test(n["Index Cond"] ?? "") && /occurred_at >=/.test(n["Index Cond"] ?? "");
+    expect(used.some(perOperation), used.map(describeNode).join("\n")).toBe(true);
+    const drill = await expectNoSeqScan(
+      "conflicts drill-down",
+      conflictRowsSql({ ...day }, { select: "e.id", inner: () => "ORDER BY e.occurred_at DESC, e.id DESC LIMIT 51", outer: () => "ORDER BY 1 DESC LIMIT 51" }),
+    );
+    expect(drill.some(perOperation)).toBe(true);
+    const one = await expectNoSeqScan("conflicts, one operation and scope", conflictRowsSql({ ...day, operation: "capture_payment", scope: "tenant:acme" }, { select: "e.id" }));
+    expect(one.some(perOperation)).toBe(true);
+    await expectNoSeqScan("expiry, next 24 h", expirySql({ now }).hours);
+  });
+});
+
+describe("schema.prisma's operator classes are the database's", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db?.drop());
+
+  it("every index field declared with ops: raw(…) has that operator class, the others the default", async () => {
+    const schema = readFileSync(path.resolve(import.meta.dirname, "../prisma/schema.prisma"), "utf8");
+    const dm = JSON.parse(get_dmmf(JSON.stringify({ prismaSchema: schema }))).datamodel as {
+      indexes: { model: string; dbName?: string; fields: { name: string; operatorClass?: string }[] }[];
+    };
+    const declared = dm.indexes
+      .filter((ix) => ix.model === "IdempotencyRecord" && ix.dbName)
+      .map((ix) => `${ix.dbName}: ${ix.fields.map((f) => f.operatorClass ?? "default").join(", ")}`)
+      .sort();
+    const actual = await db.sql.query<{ line: string }>(
+      `SELECT i.relname || ': ' || array_to_string(ARRAY(
+                SELECT CASE WHEN oc.opcdefault THEN 'default' ELSE oc.opcname END
+                  FROM unnest(ix.indclass::oid[]) WITH ORDINALITY AS k(oid, ord) JOIN pg_opclass oc ON oc.oid = k.oid ORDER BY k.ord), ', ') AS line
+         FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid JOIN pg_class t ON t.oid = ix.indrelid
+        WHERE t.relname = 'idempotency_records' AND NOT ix.indisprimary
+        ORDER BY 1`,
+    );
+    expect(actual.map((a) => a.line).sort()).toEqual(declared);
+    expect(declared.filter((l) => l.includes("text_pattern_ops"))).toHaveLength(6);
+  });
+});

@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { provideDatabase } from "@/lib/db/client";
+import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
+import { decodeCursor } from "@/lib/records/params";
+import { bucketStarts, conflictStats, type ConflictEvent, type ConflictsInput } from "@/lib/stats/conflicts";
+import { expiryStats } from "@/lib/stats/expiry";
+import { refreshRollups } from "@/lib/stats/rollups";
+import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { call, json, tokenFor } from "./helpers/records-api";
+
+let db: TestDatabase;
+let demo: DemoSummary;
+const now = new Date("2026-11-30T12:00:00.000Z");
+const DAY = 86_400_000;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  demo = await generateDemoTraffic(db, { seed: 71, requests: 1500, days: 20, now });
+  provideDatabase(db);
+});
+afterAll(() => db?.drop());
+
+const stats = (input: ConflictsInput) => db.withSession((s) => conflictStats(s, input));
+
+async function allEvents(input: ConflictsInput): Promise<ConflictEvent[]> {
+  const out: ConflictEvent[] = [];
+  let cursor: ConflictsInput["cursor"];
+  for (let i = 0; i < 1000; i++) {
+    const r = await stats({ ...input, cursor });
+    out.push(...r.events.items);
+    if (!r.events.nextCursor) return out;
+    cursor = decodeCursor(r.events.nextCursor)!;
+  }
+  throw new Error("too many pages");
+}
+
+/** The truth, straight from the events table. */
+async function rawConflicts(from: Date, to: Date, operation?: string, scope?: string) {
+  const where = `kind = 'conflict' AND occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`;
+  const params = [from, to, operation ?? null, scope ?? null];
+  const groups = await db.sql.query<{ operation: string; scope: string; n: bigint; keys: bigint; first: Date; last: Date }>(
+    `SELECT operation, scope, count(*)::bigint AS n, count(DISTINCT idempotency_key)::bigint AS keys, min(occurred_at) AS first, max(occurred_at) AS last
+       FROM idempotency_events WHERE ${where} GROUP BY 1, 2 ORDER BY 1, 2`,
+    params,
+  );
+  const events = await db.sql.query<{ id: bigint; expected: string | null; received: string | null; record_id: bigint | null }>(
+    `SELECT id, detail->>'expectedPayloadHash' AS expected, detail->>'receivedPayloadHash' AS received, record_id
+       FROM idempotency_events WHERE ${where} ORDER BY occurred_at DESC, id DESC`,
+    params,
+  );
+  const requests = await db.sql.query<{ operation: string; requests: bigint; conflicts: bigint }>(
+    `SELECT operation, count(*)::bigint AS requests, count(*) FILTER (WHERE kind = 'conflict')::bigint AS conflicts
+       FROM idempotency_events
+      WHERE kind IN ('reserved', 'replayed', 'conflict', 'in_progress') AND occurred_at >= $1 AND occurred_at < $2
+        AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)
+      GROUP BY 1 ORDER BY 1`,
+    params,
+  );
+  return { groups, events, requests };
+}
+
+describe("conflicts", () => {
+  const ranges: [string, Date, Date][] = [
+    ["all 20 days", new Date(now.getTime() - 20 * DAY), now],
+    ["last 36 h, unaligned", new Date(now.getTime() - 36 * 3600_000 + 12_345), new Date(now.getTime() - 777)],
+  ];
+
+  it("groups by operation and scope, rates per operation and the trend equal direct counts — before and after rollups", async () => {
+    expect(demo.scenarios.conflicts).toBeGreaterThanOrEqual(3);
+    for (const pass of ["raw", "rolled up"]) {
+      if (pass === "rolled up") await db.withSession((s) => refreshRollups(s));
+      for (const [label, from, to] of ranges) {
+        const r = await stats({ from, to });
+        const truth = await rawConflicts(from, to);
+        const sorted = [...r.groups].sort((a, b) => a.operation.localeCompare(b.operation) || a.scope.localeCompare(b.scope));
+        expect(sorted.map((g) => [g.operation, g.scope, g.conflicts, g.keys, g.firstAt, g.lastAt]), label).toEqual(
+          truth.groups.map((g) => [g.operation, g.scope, Number(g.n), Number(g.keys), g.first, g.last]),
+        );
+        expect(r.total).toBe(truth.events.length);
+        expect(r.rates.map((x) => [x.operation, x.requests, x.conflicts]), `${label} ${pass}`).toEqual(
+          truth.requests.map((x) => [x.operation, Number(x.requests), Number(x.conflicts)]),
+        );
+        for (const rate of r.rates) expect(rate.rate).toBeCloseTo(rate.conflicts / rate.requests, 12);
+
+        // Trend: every bucket present, counts equal to date_trunc over the raw events.
+        expect(r.bucket).toBe(label.startsWith("all") ? "day" : "hour");
+        expect(r.trend.map((t) => t.bucket)).toEqual(bucketStarts(from, to, r.bucket));
+        const perBucket = await db.sql.query<{ b: Date; operation: string; n: bigint }>(
+          `SELECT date_trunc($3, occurred_at, 'UTC') AS b, operation, count(*)::bigint AS n FROM idempotency_events
+            WHERE kind = 'conflict' AND occurred_at >= $1 AND occurred_at < $2 GROUP BY 1, 2`,
+          [from, to, r.bucket],
+        );
+        const got = r.trend.flatMap((t) => Object.entries(t.counts).map(([op, n]) => `${t.bucket.toISOString()} ${op} ${n}`)).sort();
+        expect(got).toEqual(perBucket.map((x) => `${x.b.toISOString()} ${x.operation} ${x.n}`).sort());
+        expect(r.trend.reduce((s, t) => s + t.total, 0)).toBe(r.total);
+      }
+    }
+  });
+
+  it("drill-down: every conflict with the stored and the received payload hash, newest first, across pages", async () => {
+    const [, from, to] = ranges[0];
+    const items = await allEvents({ from, to, limit: 4 });
+    const truth = await rawConflicts(from, to);
+    expect(items.map((e) => e.id)).toEqual(truth.events.map((e) => e.id));
+    for (const e of items) {
+      const t = truth.events.find((x) => x.id === e.id)!;
+      expect([e.expectedPayloadHash, e.receivedPayloadHash, e.recordId]).toEqual([t.expected, t.received, t.record_id]);
+      expect(e.expectedPayloadHash).toMatch(/^[0-9a-f]{64}$/);
+      expect(e.receivedPayloadHash).not.toBe(e.expectedPayloadHash);
+      // The stored hash is the record's.
+      const [rec] = await db.sql.query<{ payload_hash: string }>(`SELECT payload_hash FROM idempotency_records WHERE id = $1`, [e.recordId]);
+      expect(rec.payload_hash).toBe(e.expectedPayloadHash);
+    }
+  });
+
+  it("filters by operation and scope", async () => {
+    const [, from, to] = ranges[0];
+    const all = await stats({ from, to });
+    const { operation, scope } = all.groups[0];
+    const byOp = await stats({ from, to, operation });
+    expect(byOp.groups.every((g) => g.operation === operation)).toBe(true);
+    expect(byOp.total).toBe((await rawConflicts(from, to, operation)).events.length);
+    expect(byOp.rates.map((x) => x.operation)).toEqual([operation]);
+    const byScope = await stats({ from, to, scope });
+    expect(byScope.total).toBe((await rawConflicts(from, to, undefined, scope)).events.length);
+    expect(ids(await allEvents({ from, to, operation, scope, limit: 1 }))).toEqual(ids((await rawConflicts(from, to, operation, scope)).events));
+  });
+});
+
+const ids = (rows: { id: bigint }[]) => rows.map((r) => r.id.toString());
+
+describe("expiry", () => {
+  it("histograms (next 24 h by hour, next 30 days by day) and expired-not-purged equal direct counts", async () => {
+    // A legal hold and an open reconciliation item on expired completed records: not purgeable.
+    const expiredDone = await db.sql.query<{ id: bigint }>(
+      `SELECT id FROM idempotency_records WHERE status = 'completed' AND expires_at < $1 ORDER BY id LIMIT 2`,
+      [now],
+    );
+    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = $1`, [expiredDone[0].id]);
+    await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES ($1, 'mockpay', 'open')`, [expiredDone[1].id]);
+
+    for (const filter of [{}, { operation: "capture_payment" }, { scope: "tenant:acme" }]) {
+      const s = await expiryStats(db.sql, { now, ...filter });
+      const op = (filter as { operation?: string }).operation ?? null;
+      const scope = (filter as { scope?: string }).scope ?? null;
+      const count = async (fromMs: number, toMs: number) => {
+        const [{ n }] = await db.sql.query<{ n: bigint }>(
+          `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $2
+              AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`,
+          [new Date(fromMs), new Date(toMs), op, scope],
+        );
+        return Number(n);
+      };
+      expect(s.next24h).toHaveLength(24);
+      expect(s.next30d).toHaveLength(30);
+      for (const [i, b] of s.next24h.entries()) {
+        expect(b.start.getTime()).toBe(now.getTime() + i * 3600_000);
+        expect(b.count).toBe(await count(b.start.getTime(), b.end.getTime()));
+      }
+      for (const b of s.next30d) expect(b.count).toBe(await count(b.start.getTime(), b.end.getTime()));
+      expect(s.expiringNext24h).toBe(await count(now.getTime(), now.getTime() + DAY));
+      expect(s.expiringNext30d).toBe(await count(now.getTime(), now.getTime() + 30 * DAY));
+
+      const truth = await db.sql.query<{ operation: string; status: string; n: bigint; held: bigint; open: bigint; purgeable: bigint; oldest: Date }>(
+        `SELECT operation, status, count(*)::bigint AS n, sum(CASE WHEN legal_hold THEN 1 ELSE 0 END)::bigint AS held,
+                sum(CASE WHEN id IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) THEN 1 ELSE 0 END)::bigint AS open,
+                sum(CASE WHEN status IN ('completed', 'failed') AND NOT legal_hold
+                          AND id NOT IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) THEN 1 ELSE 0 END)::bigint AS purgeable,
+                min(expires_at) AS oldest
+           FROM idempotency_records WHERE expires_at < $1 AND ($2::text IS NULL OR operation = $2) AND ($3::text IS NULL OR scope = $3)
+          GROUP BY 1, 2 ORDER BY 1, 2`,
+        [now, op, scope],
+      );
+      expect(s.expired.groups).toEqual(
+        truth.map((t) => ({
+          operation: t.operation,
+          status: t.status,
+          count: Number(t.n),
+          legalHold: Number(t.held),
+          openReconciliation: Number(t.open),
+          purgeable: Number(t.purgeable),
+          oldestExpiresAt: t.oldest,
+        })),
+      );
+    }
+    const all = await expiryStats(db.sql, { now });
+    // The demo traffic's own tally (taken when each record was created, relative to the same now).
+    expect(all.expired.total).toBe(demo.scenarios.expired);
+    expect(all.expiringNext24h).toBe(demo.scenarios.expiringNext24h);
+    expect(all.expired.total - all.expired.purgeable).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("GET /api/v1/conflicts and /api/v1/expiry", () => {
+  it("answer JSON for stats.read, and refuse bad parameters with 400 problem+json", async () => {
+    const conflicts = await import("@/app/api/v1/conflicts/route");
+    const expiry = await import("@/app/api/v1/expiry/route");
+    const { token } = await tokenFor(db, ["viewer"]);
+    const from = new Date(now.getTime() - 20 * DAY).toISOString();
+    const res = await call(conflicts.GET, `/api/v1/conflicts?from=${from}&to=${now.toISOString()}&limit=3`, token);
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body.bucket).toBe("day");
+    expect(body.events.items).toHaveLength(3);
+    expect(body.events.items[0]).toMatchObject({ id: expect.stringMatching(/^\d+$/), occurredAt: expect.stringMatching(/Z$/) });
+    expect(body.trend).toHaveLength(21);
+    const e = await call(expiry.GET, "/api/v1/expiry?operation=capture_payment", token);
+    expect(e.status).toBe(200);
+    expect((await json(e)).next24h).toHaveLength(24);
+
+    for (const qs of [
+      "bucket=minute",
+      `from=${new Date(now.getTime() - 40 * DAY).toISOString()}&to=${now.toISOString()}&bucket=hour`,
+      "from=2026-11-30T10:00:00Z&to=2026-11-30T09:00:00Z",
+      "from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z",
+      "limit=500",
+      "cursor=abc",
+      "kind=conflict",
+    ]) {
+      const bad = await call(conflicts.GET, `/api/v1/conflicts?${qs}`, token);
+      expect(bad.status, qs).toBe(400);
+      expect(bad.headers.get("content-type")).toBe("application/problem+json");
+    }
+    for (const qs of ["operation=NOPE", "status=expired", "scope=a b"]) {
+      expect((await call(expiry.GET, `/api/v1/expiry?${qs}`, token)).status, qs).toBe(400);
+    }
+    const recordsOnly = await tokenFor(db, ["viewer"], ["records.read"]);
+    expect((await call(expiry.GET, "/api/v1/expiry", recordsOnly.token)).status).toBe(403);
+    expect((await call(conflicts.GET, "/api/v1/conflicts", recordsOnly.token)).status).toBe(403);
+    expect((await call(expiry.POST, "/api/v1/expiry", token, { method: "POST" })).status).toBe(405);
+  });
+});
