@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import type { ReactNode } from "react";
 import { NavLinks } from "@/components/NavLinks";
+import { QueryProvider } from "@/components/QueryProvider";
 import { SignOutButton } from "@/components/SignOutButton";
 import { currentPrincipal } from "@/components/server/page-auth";
 import { can, type Access, type Principal } from "@/lib/auth/permissions";
@@ -14,6 +15,11 @@ export const metadata: Metadata = {
 /** Every top-level page and the permission it needs; the bar shows only what the user may open. */
 const NAVIGATION: { href: string; label: string; access: Access }[] = [
   { href: "/", label: "Overview", access: "stats.read" },
+  { href: "/queue", label: "Stuck & pending", access: "records.read" },
+  { href: "/records", label: "Search", access: "records.read" },
+  { href: "/duplicates", label: "Duplicates", access: "records.read" },
+  { href: "/conflicts", label: "Conflicts", access: "stats.read" },
+  { href: "/expiry", label: "Expiry", access: "stats.read" },
   { href: "/audit", label: "Audit", access: "audit.read" },
   { href: "/admin/users", label: "Users", access: "users.manage" },
   { href: "/settings/tokens", label: "API tokens", access: "tokens.own" },
@@ -44,7 +50,9 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
               </div>
             )}
           </header>
-          <main>{children}</main>
+          <main>
+            <QueryProvider>{children}</QueryProvider>
+          </main>
         </div>
       </body>
     </html>

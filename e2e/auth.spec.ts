@@ -4,12 +4,13 @@ import { credentialFor, credentials, signInAs, submitLogin, type Role } from "./
 import { e2eDatabaseUrl } from "./support/env";
 
 /** What each role sees in the top bar (the permissions table decides; see lib/auth/permissions.ts). */
+const READ = ["Overview", "Stuck & pending", "Search", "Duplicates", "Conflicts", "Expiry"];
 const NAV: Record<Role, string[]> = {
-  viewer: ["Overview", "API tokens"],
-  support: ["Overview", "Audit", "API tokens"],
-  operator: ["Overview", "API tokens"],
-  approver: ["Overview", "API tokens"],
-  admin: ["Overview", "Audit", "Users", "API tokens"],
+  viewer: [...READ, "API tokens"],
+  support: [...READ, "Audit", "API tokens"],
+  operator: [...READ, "API tokens"],
+  approver: [...READ, "API tokens"],
+  admin: [...READ, "Audit", "Users", "API tokens"],
 };
 
 /** Fails the test on CSP violations and script errors (a page that does not hydrate). */

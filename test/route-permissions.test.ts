@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { apiRoute } from "@/lib/api/handler";
+import { apiRoute, type RouteHandlerContext } from "@/lib/api/handler";
 import { ALL_PERMISSIONS, isPermission, ROLE_PERMISSIONS, ROLES, type Access, type Permission, type Role } from "@/lib/auth/permissions";
 import { generateToken } from "@/lib/auth/tokens";
 import { provideDatabase } from "@/lib/db/client";
@@ -30,7 +30,7 @@ const UNSAFE = new Set<string>(["POST", "PUT", "PATCH", "DELETE"]);
 const MISSING_ID = "999999999";
 const PROBLEM = "application/problem+json";
 
-type Handler = ((request: Request, ctx?: unknown) => Promise<Response>) & { access?: unknown; action?: unknown };
+type Handler = ((request: Request, ctx?: RouteHandlerContext) => Promise<Response>) & { access?: unknown; action?: unknown };
 
 interface Route {
   file: string;
@@ -258,13 +258,13 @@ describe("the checker itself can fail", () => {
 
   it("flags a handler whose declared permission is not the one it checks", async () => {
     const checksStats = apiRoute({ access: "stats.read" }, ok);
-    const relabelled = Object.assign((req: Request, ctx?: unknown) => checksStats(req, ctx), { access: "audit.export" as Access });
+    const relabelled = Object.assign((req: Request, ctx?: RouteHandlerContext) => checksStats(req, ctx), { access: "audit.export" as Access });
     const v = await violations(route, "GET", relabelled);
     expect(v).toEqual(expect.arrayContaining([expect.stringMatching(/^as a viewer \(API token\): 200, expected 403 \(lacks audit.export\)/)]));
     expect(v).toEqual(expect.arrayContaining([expect.stringMatching(/scopes omit audit.export.*: 200, expected 403/)]));
     // …and the reverse: checking more than it declares refuses someone the table allows.
     const checksExport = apiRoute({ access: "audit.export" }, ok);
-    const under = Object.assign((req: Request, ctx?: unknown) => checksExport(req, ctx), { access: "stats.read" as Access });
+    const under = Object.assign((req: Request, ctx?: RouteHandlerContext) => checksExport(req, ctx), { access: "stats.read" as Access });
     expect(await violations(route, "GET", under)).toEqual(expect.arrayContaining([expect.stringMatching(/^as a viewer \(API token\): 403 .*holds stats.read/)]));
   });
 

@@ -40,14 +40,19 @@ afterAll(() => db?.drop());
 // ---------------------------------------------------------------------------
 // helpers
 
-type Handler = (request: Request) => Promise<Response>;
+type RouteParams = Record<string, string | string[]>;
+type Handler = (request: Request, routeContext: { params: Promise<RouteParams> }) => Promise<Response>;
 
-async function call(handler: Handler, method: string, url: string, opts: { token?: string; body?: unknown; rawBody?: string } = {}) {
+/** Next's params for an [id] route. */
+const idParams = (id: string | bigint | number) => ({ id: String(id) });
+
+/** Calls a route handler the way Next does: dynamic segments (`[id]` → { id }) arrive as a params promise. */
+async function call(handler: Handler, method: string, url: string, opts: { token?: string; body?: unknown; rawBody?: string; params?: RouteParams } = {}) {
   const headers: Record<string, string> = { "x-request-id": `req-${Math.random().toString(36).slice(2)}`, "user-agent": "vitest" };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   const body = opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body));
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await handler(new Request(`http://console.test${url}`, { method, headers, body }));
+  const res = await handler(new Request(`http://console.test${url}`, { method, headers, body }), { params: Promise.resolve(opts.params ?? {}) });
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : null, requestId: headers["x-request-id"] };
 }
@@ -293,6 +298,7 @@ describe("users", () => {
   it("PATCH roles: audited with before/after; the same roles again is a no-op success, audited as such", async () => {
     const u = await makeUser(["viewer"]);
     const r = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, {
+      params: idParams(u.id),
       token: rootToken,
       body: { roles: ["operator", "viewer"], reason: "joins on-call" },
     });
@@ -303,6 +309,7 @@ describe("users", () => {
 
     const row = await db.prisma.consoleUser.findUniqueOrThrow({ where: { id: BigInt(u.id) } });
     const again = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, {
+      params: idParams(u.id),
       token: rootToken,
       body: { roles: ["viewer", "operator"], reason: "retry" },
     });
@@ -319,14 +326,14 @@ describe("users", () => {
     const { token } = await makeToken(u, ["stats.read", "records.read"]);
     expect((await verifyApiToken(db.prisma, token)).ok).toBe(true);
 
-    const r = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, { token: rootToken, body: { disabled: true, reason: "left the company" } });
+    const r = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, { params: idParams(u.id), token: rootToken, body: { disabled: true, reason: "left the company" } });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ noop: false, user: { disabled: true } });
     expect(await verifyApiToken(db.prisma, token)).toEqual({ ok: false, reason: "user_disabled" });
     const refused = await call(tokensRoute.GET, "GET", "/api/v1/tokens", { token });
     expectProblem(refused, 401, /user disabled/);
 
-    const again = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, { token: rootToken, body: { disabled: true, reason: "double check" } });
+    const again = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, { params: idParams(u.id), token: rootToken, body: { disabled: true, reason: "double check" } });
     expect(again.json.noop).toBe(true);
 
     const enabled = await enableUser(db.prisma, principalOf(root), { userId: u.id, reason: "came back" });
@@ -339,10 +346,10 @@ describe("users", () => {
   });
 
   it("no self-lockout and never zero active admins — also when two admins demote each other at once", async () => {
-    const self = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { token: rootToken, body: { roles: ["viewer"], reason: "oops" } });
+    const self = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { roles: ["viewer"], reason: "oops" } });
     expectProblem(self, 409, /your own admin role/);
     expect(await lastAudit()).toMatchObject({ action: "users.update", outcome: "refused", targetId: root.id, detail: { status: 409 } });
-    const selfDisable = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { token: rootToken, body: { disabled: true, reason: "oops" } });
+    const selfDisable = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { disabled: true, reason: "oops" } });
     expectProblem(selfDisable, 409, /disable yourself/);
 
     // root is the only active admin: not even the system may demote or disable it.
@@ -378,19 +385,19 @@ describe("users", () => {
     expect(r.text).not.toMatch(/scrypt|passwordHash/);
     expect((await listUsers(db.prisma, SYSTEM)).length).toBe(r.json.users.length);
 
-    expectProblem(await call(userItemRoute.PATCH, "PATCH", "/api/v1/users/999999", { token: rootToken, body: { disabled: true, reason: "who" } }), 404, /No user/);
+    expectProblem(await call(userItemRoute.PATCH, "PATCH", "/api/v1/users/999999", { params: idParams("999999"), token: rootToken, body: { disabled: true, reason: "who" } }), 404, /No user/);
     for (const id of ["abc", "0", "-1", "%E0%A4%A", "99999999999999999999", "9223372036854775808"]) {
-      expectProblem(await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${id}`, { token: rootToken, body: { disabled: true, reason: "who" } }), 400, /id/);
+      expectProblem(await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${id}`, { params: idParams(id), token: rootToken, body: { disabled: true, reason: "who" } }), 400, /id/);
     }
     expectProblem(await call(tokensRoute.GET, "GET", "/api/v1/tokens?owner=9223372036854775808", { token: rootToken }), 400, /owner/);
-    expectProblem(await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { token: rootToken, body: { reason: "nothing" } }), 400, /roles and\/or disabled/);
-    for (const [handler, method, url, allow] of [
-      [usersRoute.DELETE, "DELETE", "/api/v1/users", "GET, POST"],
-      [userItemRoute.GET, "GET", `/api/v1/users/${root.id}`, "PATCH"],
-      [tokensRoute.PUT, "PUT", "/api/v1/tokens", "GET, POST"],
-      [tokenItemRoute.POST, "POST", "/api/v1/tokens/1", "DELETE"],
+    expectProblem(await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { reason: "nothing" } }), 400, /roles and\/or disabled/);
+    for (const [handler, method, url, allow, params] of [
+      [usersRoute.DELETE, "DELETE", "/api/v1/users", "GET, POST", {}],
+      [userItemRoute.GET, "GET", `/api/v1/users/${root.id}`, "PATCH", idParams(root.id)],
+      [tokensRoute.PUT, "PUT", "/api/v1/tokens", "GET, POST", {}],
+      [tokenItemRoute.POST, "POST", "/api/v1/tokens/1", "DELETE", idParams(1)],
     ] as const) {
-      const res = await call(handler, method, url, { token: rootToken });
+      const res = await call(handler, method, url, { token: rootToken, params });
       expectProblem(res, 405);
       expect(res.headers.get("allow")).toBe(allow);
     }
@@ -515,14 +522,14 @@ describe("API tokens", () => {
     const { token, apiToken } = await makeToken(u, ["tokens.own", "records.read"]);
     const { token: victim, apiToken: victimRow } = await makeToken(other, ["records.read"]);
 
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { token, body: { reason: "not mine" } }), 403, /tokens\.manage/);
+    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { params: idParams(victimRow.id), token, body: { reason: "not mine" } }), 403, /tokens\.manage/);
     expect(await lastAudit()).toMatchObject({ action: "tokens.revoke", outcome: "refused", targetId: victimRow.id, actorId: u.id });
     expect((await verifyApiToken(db.prisma, victim)).ok).toBe(true);
 
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { token }), 415);
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { token, body: {} }), 400, /reason/);
+    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token }), 415);
+    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token, body: {} }), 400, /reason/);
 
-    const r = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { token, body: { reason: "rotating" } });
+    const r = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token, body: { reason: "rotating" } });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ noop: false, apiToken: { id: apiToken.id, status: "revoked" } });
     expect(await verifyApiToken(db.prisma, token)).toEqual({ ok: false, reason: "revoked" });
@@ -538,10 +545,10 @@ describe("API tokens", () => {
     expect((entries[0].after as { revokedAt: string }).revokedAt).toMatch(/^\d{4}-/);
 
     // An admin (tokens.manage) revokes anyone's.
-    const byAdmin = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { token: rootToken, body: { reason: "leaked" } });
+    const byAdmin = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { params: idParams(victimRow.id), token: rootToken, body: { reason: "leaked" } });
     expect(byAdmin.status, byAdmin.text).toBe(200);
     expect(await verifyApiToken(db.prisma, victim)).toEqual({ ok: false, reason: "revoked" });
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", "/api/v1/tokens/999999", { token: rootToken, body: { reason: "none" } }), 404);
+    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", "/api/v1/tokens/999999", { params: idParams("999999"), token: rootToken, body: { reason: "none" } }), 404);
   });
 
   it("expired tokens fail with 'expired'; last_used_at is recorded on use", async () => {

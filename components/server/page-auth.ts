@@ -1,16 +1,17 @@
 import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { cache } from "react";
 import { can, type Access, type Principal } from "@/lib/auth/permissions";
 import { sessionPrincipal } from "@/lib/auth/session";
 import { db } from "@/lib/db";
 
-/** The signed-in user of the current page request, or null. */
-export async function currentPrincipal(): Promise<Principal | null> {
+/** The signed-in user of the current page request, or null (looked up once per request: layout and page share it). */
+export const currentPrincipal = cache(async (): Promise<Principal | null> => {
   const cookie = (await cookies()).toString();
   if (!cookie) return null;
   const database = await db();
   return sessionPrincipal(database.prisma, new Request("http://console.local/", { headers: { cookie } }));
-}
+});
 
 /**
  * Page guard: not signed in → /login (back here afterwards); signed in without

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { actorOf, audit, type RequestMeta } from "../audit";
 import { can, type Access, type Principal } from "../auth/permissions";
 import { sessionPrincipal } from "../auth/session";
+import { clientIp } from "../auth/throttle";
 import { verifyApiToken } from "../auth/tokens";
 import { db, type Database } from "../db";
 import { InvalidInputError } from "../idempotency/errors";
@@ -13,13 +14,19 @@ import { problemResponse, ProblemError, toProblem } from "./problem";
  * The one wrapper every API route handler goes through, in this order:
  * authenticate (Bearer token or session cookie) → 401; check the permission the
  * route declares against the permissions table → 403 (audited); CSRF check for
- * cookie-authenticated mutations → 403; parse query and JSON body with zod → 400,
- * 413, 415 (refusals of mutations audited); run the handler; map every error to
+ * cookie-authenticated mutations → 403; parse the dynamic route params (Next's
+ * second handler argument), the query and the JSON body with zod → 400, 413, 415
+ * (refusals of mutations audited); run the handler; map every error to
  * RFC 9457 problem details. The declared access is attached to the handler so
  * test/route-permissions.test.ts can enumerate every route.
  */
-export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType> {
+export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z.ZodType = z.ZodObject<{}>> {
   access: Access;
+  /**
+   * Schema of the dynamic route segments (`[id]` → `{ id }`), e.g. idParamsSchema.
+   * The only way a handler reads them (ctx.params); without it ctx.params is {}.
+   */
+  params?: P;
   query?: Q;
   /** JSON body schema (mutations). Mutations must include a `reason`. */
   body?: B;
@@ -27,8 +34,10 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType> {
   action?: string;
 }
 
-export interface RouteContext<Q, B> {
+export interface RouteContext<Q, B, P = Record<string, never>> {
   request: Request;
+  /** The dynamic route segments, parsed with the spec's params schema. */
+  params: P;
   query: Q;
   body: B;
   /** null only on public routes. */
@@ -38,7 +47,12 @@ export interface RouteContext<Q, B> {
   db: Database;
 }
 
-export type RouteHandler = ((request: Request, ctx?: unknown) => Promise<Response>) & { access: Access; action?: string };
+/** Next's second route handler argument; params is absent only when a test calls the handler directly. */
+export interface RouteHandlerContext {
+  params?: Promise<Record<string, string | string[]>>;
+}
+
+export type RouteHandler = ((request: Request, routeContext?: RouteHandlerContext) => Promise<Response>) & { access: Access; action?: string };
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -56,13 +70,8 @@ export class ForbiddenError extends ProblemError {
 }
 
 export function requestMeta(request: Request, requestId: string): RequestMeta {
-  // Behind a proxy that sets X-Forwarded-For (see README); Next fills it in when absent.
-  const forwarded = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim();
-  return {
-    requestId,
-    ip: forwarded || request.headers.get("x-real-ip") || null,
-    userAgent: request.headers.get("user-agent"),
-  };
+  // The same client address sign-in throttling uses (see clientIp and TRUSTED_PROXY_HOPS).
+  return { requestId, ip: clientIp(request.headers), userAgent: request.headers.get("user-agent") };
 }
 
 /** Bearer token first (no ambient credentials), then the session cookie. */
@@ -106,12 +115,14 @@ async function readJson(request: Request): Promise<unknown> {
 
 const tooLarge = () => new ProblemError(413, "payload-too-large", "Payload too large", `Bodies are limited to ${MAX_BODY_BYTES} bytes.`);
 
-export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodType = z.ZodUndefined>(
-  spec: RouteSpec<Q, B>,
-  handle: (ctx: RouteContext<z.output<Q>, z.output<B>>) => Promise<Response>,
+export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodObject<{}>>(
+  spec: RouteSpec<Q, B, P>,
+  handle: (ctx: RouteContext<z.output<Q>, z.output<B>, z.output<P>>) => Promise<Response>,
 ): RouteHandler {
   const querySchema = (spec.query ?? z.object({}).strict()) as z.ZodType;
-  const fn = async (request: Request) => {
+  // Undeclared segments are dropped: a handler reads only what its spec declares.
+  const paramsSchema = (spec.params ?? z.object({})) as z.ZodType;
+  const fn = async (request: Request, routeContext?: RouteHandlerContext) => {
     const requestId = request.headers.get("x-request-id")?.slice(0, 100) || randomUUID();
     const instance = new URL(request.url).pathname;
     const meta = requestMeta(request, requestId);
@@ -129,9 +140,11 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
         }
         if (principal.kind === "user" && UNSAFE.has(request.method)) checkSameOrigin(request);
       }
+      let params: unknown;
       let query: unknown;
       let body: unknown;
       try {
+        params = parseInput(paramsSchema, (await routeContext?.params) ?? {}, "path");
         const raw: Record<string, string> = {};
         for (const [k, v] of new URL(request.url).searchParams) {
           if (k in raw) throw new InvalidInputError(`query parameter ${k} is given more than once`);
@@ -146,7 +159,7 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
         throw err;
       }
       database ??= await db();
-      const response = await handle({ request, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database });
+      const response = await handle({ request, params: params as z.output<P>, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database });
       response.headers.set("x-request-id", requestId);
       return response;
     } catch (err) {
@@ -168,6 +181,3 @@ export function methodNotAllowed(allow: string[]): RouteHandler {
     );
   return Object.assign(fn, { access: "public" as Access });
 }
-
-/** A reason is required for every change; it is stored in the audit entry. */
-export const reasonSchema = z.string().trim().min(3, "is required (at least 3 characters)").max(2000);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ApiToken, ConsoleUser, PrismaClient } from "../generated/prisma/client";
-import { reasonSchema } from "../api/handler";
+import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
 import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
 import { parseInput } from "../idempotency/schemas";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ConsoleUser, PrismaClient } from "../generated/prisma/client";
-import { reasonSchema } from "../api/handler";
+import { reasonSchema } from "../api/schemas";
 import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
@@ -127,20 +127,6 @@ export const idSchema = z
   .union([z.bigint(), z.number().int().positive(), z.string().regex(/^\d{1,19}$/, "must be a numeric id")])
   .transform((v) => BigInt(v))
   .refine((v) => v > 0n && v <= 9223372036854775807n, "must be a valid id");
-
-/** The id of a dynamic route segment (`/api/v1/users/<id>`): 400 when malformed. */
-export function idFromPath(request: Request, what: string): bigint {
-  const last = new URL(request.url).pathname.split("/").filter(Boolean).pop() ?? "";
-  let segment: string;
-  try {
-    segment = decodeURIComponent(last);
-  } catch {
-    segment = last; // malformed %-escape: refused below like any other non-number
-  }
-  const parsed = idSchema.safeParse(segment);
-  if (!parsed.success) throw new InvalidInputError(`invalid ${what} id in the path: must be a positive integer`);
-  return parsed.data;
-}
 
 export const createUserInputSchema = z.strictObject({
   email: emailSchema,

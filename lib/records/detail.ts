@@ -4,7 +4,7 @@ import { actorOf, audit, type RequestMeta } from "../audit";
 import { can, type Principal } from "../auth/permissions";
 import type { Database } from "../db/client";
 import type { SqlExecutor } from "../db/sql";
-import { InvalidInputError, NotFoundError } from "../idempotency/errors";
+import { NotFoundError } from "../idempotency/errors";
 import { DEFAULT_WINDOW_SECONDS, duplicatesOfRecord, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS, type SuspectedDuplicate } from "./duplicates";
 import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedField, type MaskRules } from "./mask";
 import { durationParam, optional } from "./params";
@@ -27,12 +27,6 @@ export const AUDIT_TARGET_TABLE = "idempotency_records";
 /** Timeline rows returned at most (newest kept); a webhook redelivered all day has many. */
 export const MAX_TIMELINE_EVENTS = 500;
 export const MAX_AUDIT_ENTRIES = 200;
-
-export const recordIdParam = z
-  .string()
-  .regex(/^\d{1,19}$/, "must be a record id (digits)")
-  .transform((v) => BigInt(v))
-  .refine((v) => v > 0n && v <= 9223372036854775807n, "must be a record id");
 
 export const detailQuerySchema = z
   .object({
@@ -161,19 +155,6 @@ function outboxView(message: Record<string, unknown>, access: BodyAccess, rules:
   const m = maskBody(text, rules);
   const masked = m.masked.map((f) => ({ ...f, path: f.path.replace(/^body/, "payload") }));
   return access === "masked" ? { ...message, payload: JSON.parse(m.body), masked } : { ...message, masked };
-}
-
-/**
- * The record id of /api/v1/records/{id}[/…]. apiRoute does not pass Next's params
- * through, and the path is the same thing: read it from the URL, after authentication.
- */
-export function recordIdFromUrl(url: string): bigint {
-  const m = /\/records\/([^/]*)(?:\/[^/]+)?\/?$/.exec(new URL(url).pathname);
-  const r = recordIdParam.safeParse(m ? decodeURIComponent(m[1]) : "");
-  if (!r.success) {
-    throw new InvalidInputError("invalid path: id must be a record id (a positive whole number)", [{ path: "id", message: "must be a record id" }]);
-  }
-  return r.data;
 }
 
 export interface RevealResult {

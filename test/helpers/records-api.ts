@@ -15,12 +15,14 @@ export async function tokenFor(db: Database, roles: Role[], scopes: readonly Per
   return { token: t.token, userId: user.id, email };
 }
 
-type Handler = (request: Request, ctx?: unknown) => Promise<Response>;
+type RouteParams = Record<string, string | string[]>;
+type Handler = (request: Request, routeContext: { params: Promise<RouteParams> }) => Promise<Response>;
 
-export function call(handler: Handler, url: string, token: string | null, init: RequestInit = {}): Promise<Response> {
+/** Calls a route handler the way Next does: the dynamic segments (`[id]` → { id }) arrive as a params promise. */
+export function call(handler: Handler, url: string, token: string | null, init: RequestInit = {}, params: RouteParams = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   if (token) headers.set("authorization", `Bearer ${token}`);
-  return handler(new Request(new URL(url, "http://console.test"), { ...init, headers }));
+  return handler(new Request(new URL(url, "http://console.test"), { ...init, headers }), { params: Promise.resolve(params) });
 }
 
 export async function json<T = Record<string, any>>(res: Response): Promise<T> {

@@ -1,7 +1,8 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
+import { idParamsSchema } from "@/lib/api/schemas";
 import { can } from "@/lib/auth/permissions";
-import { detailQuerySchema, recordDetail, recordIdFromUrl } from "@/lib/records/detail";
+import { detailQuerySchema, recordDetail } from "@/lib/records/detail";
 
 /**
  * GET /api/v1/records/{id}?window=10m
@@ -9,10 +10,9 @@ import { detailQuerySchema, recordDetail, recordIdFromUrl } from "@/lib/records/
  * The stored response: absent without records.read_body, masked with it; unmasked only
  * through POST /api/v1/records/{id}/reveal (audited).
  */
-export const GET = apiRoute({ access: "records.read", query: detailQuerySchema }, async ({ request, query, principal, db }) => {
-  const id = recordIdFromUrl(request.url);
+export const GET = apiRoute({ access: "records.read", params: idParamsSchema, query: detailQuerySchema }, async ({ params, query, principal, db }) => {
   const bodyAccess = can(principal, "records.read_body") ? "masked" : "none";
-  return jsonResponse(await recordDetail(db.sql, id, { bodyAccess, windowSeconds: query.window }));
+  return jsonResponse(await recordDetail(db.sql, params.id, { bodyAccess, windowSeconds: query.window }));
 });
 
 const refuse = methodNotAllowed(["GET"]);

@@ -1,6 +1,7 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idFromPath, updateUser, updateUserBodySchema } from "@/lib/auth/users";
+import { idParamsSchema } from "@/lib/api/schemas";
+import { updateUser, updateUserBodySchema } from "@/lib/auth/users";
 
 /**
  * Change a user's roles and/or disable/enable them: { roles?, disabled?, reason }.
@@ -9,10 +10,9 @@ import { idFromPath, updateUser, updateUserBodySchema } from "@/lib/auth/users";
  * leave no active admin.
  */
 export const PATCH = apiRoute(
-  { access: "users.manage", body: updateUserBodySchema, action: "users.update" },
-  async ({ request, db, principal, body, meta }) => {
-    const userId = idFromPath(request, "user");
-    const result = await updateUser(db.prisma, principal!, { userId, ...body }, meta);
+  { access: "users.manage", params: idParamsSchema, body: updateUserBodySchema, action: "users.update" },
+  async ({ params, db, principal, body, meta }) => {
+    const result = await updateUser(db.prisma, principal!, { userId: params.id, ...body }, meta);
     return jsonResponse(result);
   },
 );

@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { apiRoute, methodNotAllowed, reasonSchema } from "@/lib/api/handler";
+import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
+import { idParamsSchema, reasonSchema } from "@/lib/api/schemas";
 import { jsonResponse } from "@/lib/api/json";
-import { recordIdFromUrl, revealResponse } from "@/lib/records/detail";
+import { revealResponse } from "@/lib/records/detail";
 
 /**
  * POST /api/v1/records/{id}/reveal  {"reason": "..."}
@@ -9,9 +10,8 @@ import { recordIdFromUrl, revealResponse } from "@/lib/records/detail";
  * records.reveal with the reason (refusals too), before anything is returned.
  */
 export const POST = apiRoute(
-  { access: "records.reveal", action: "records.reveal", body: z.object({ reason: reasonSchema }).strict() },
-  async ({ request, body, principal, db, meta }) =>
-    jsonResponse(await revealResponse(db, principal!, recordIdFromUrl(request.url), body.reason, meta)),
+  { access: "records.reveal", action: "records.reveal", params: idParamsSchema, body: z.object({ reason: reasonSchema }).strict() },
+  async ({ params, body, principal, db, meta }) => jsonResponse(await revealResponse(db, principal!, params.id, body.reason, meta)),
 );
 
 const refuse = methodNotAllowed(["POST"]);

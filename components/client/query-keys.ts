@@ -1,0 +1,19 @@
+/**
+ * TanStack Query keys, one factory per feature: invalidating "records" refreshes
+ * every records query and nothing else. Screens build keys only from here.
+ */
+type Params = Record<string, string | number | boolean | undefined>;
+
+export const queryKeys = {
+  overview: { all: ["overview"] as const, range: (p: Params) => ["overview", p] as const },
+  records: {
+    all: ["records"] as const,
+    search: (p: Params) => ["records", "search", p] as const,
+    detail: (id: string) => ["records", "detail", id] as const,
+  },
+  queue: { all: ["queue"] as const, list: (p: Params) => ["queue", p] as const },
+  duplicates: { all: ["duplicates"] as const, list: (p: Params) => ["duplicates", p] as const },
+  conflicts: { all: ["conflicts"] as const, list: (p: Params) => ["conflicts", p] as const },
+  expiry: { all: ["expiry"] as const, stats: (p: Params) => ["expiry", p] as const },
+  savedViews: { all: ["saved-views"] as const, forPage: (page: string) => ["saved-views", page] as const },
+};
