@@ -1,50 +1,27 @@
 "use client";
 
 import { Fragment, useState, type FormEvent } from "react";
-import { ApiError, apiFetch, formatTime } from "@/components/client/api";
+import { ActionNotice, useAction } from "@/components/client/use-action";
+import { apiFetch, formatTime } from "@/components/client/api";
 import { ROLE_DESCRIPTIONS, ROLES, type Role } from "@/lib/auth/permissions";
 import type { UserView } from "@/lib/auth/users";
 
-type Message = { kind: "ok" | "error"; text: string } | null;
 type Pending = { userId: string; kind: "roles" | "disable" | "enable" } | null;
-
-const messageOf = (err: unknown) => (err instanceof ApiError || err instanceof Error ? err.message : String(err));
 
 /** Users: list, invite, change roles, disable/enable — every change with a reason, through /api/v1/users. */
 export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: UserView[]; currentUserId: string }) {
   const [users, setUsers] = useState(initialUsers);
-  const [message, setMessage] = useState<Message>(null);
   const [pending, setPending] = useState<Pending>(null);
-  const [busy, setBusy] = useState(false);
 
   async function reload() {
     const { users } = await apiFetch<{ users: UserView[] }>("/api/v1/users");
     setUsers(users);
   }
-
-  async function run(action: () => Promise<string>): Promise<boolean> {
-    setBusy(true);
-    setMessage(null);
-    try {
-      const text = await action();
-      setMessage({ kind: "ok", text });
-      await reload().catch(() => {});
-      return true;
-    } catch (err) {
-      setMessage({ kind: "error", text: messageOf(err) });
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { message, busy, run } = useAction(reload);
 
   return (
     <>
-      {message && (
-        <p className={`notice ${message.kind}`} role={message.kind === "error" ? "alert" : "status"} data-testid="users-message">
-          {message.text}
-        </p>
-      )}
+      <ActionNotice message={message} testId="users-message" />
 
       <InviteForm busy={busy} run={run} />
 

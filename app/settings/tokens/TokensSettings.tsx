@@ -1,11 +1,9 @@
 "use client";
 
 import { Fragment, useState, type FormEvent } from "react";
+import { ActionNotice, useAction } from "@/components/client/use-action";
 import { apiFetch, formatTime } from "@/components/client/api";
 import type { TokenView } from "@/lib/auth/token-admin";
-
-type Message = { kind: "ok" | "error"; text: string } | null;
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export interface ScopeChoice {
   permission: string;
@@ -15,38 +13,18 @@ export interface ScopeChoice {
 /** One's own API tokens: list, create (the plaintext is shown once), revoke — through /api/v1/tokens. */
 export function TokensSettings({ initialTokens, scopes }: { initialTokens: TokenView[]; scopes: ScopeChoice[] }) {
   const [tokens, setTokens] = useState(initialTokens);
-  const [message, setMessage] = useState<Message>(null);
   const [created, setCreated] = useState<{ token: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
 
   async function reload() {
     const { tokens } = await apiFetch<{ tokens: TokenView[] }>("/api/v1/tokens");
     setTokens(tokens);
   }
-
-  async function run(action: () => Promise<string>): Promise<boolean> {
-    setBusy(true);
-    setMessage(null);
-    try {
-      setMessage({ kind: "ok", text: await action() });
-      await reload().catch(() => {});
-      return true;
-    } catch (err) {
-      setMessage({ kind: "error", text: messageOf(err) });
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { message, busy, run } = useAction(reload);
 
   return (
     <>
-      {message && (
-        <p className={`notice ${message.kind}`} role={message.kind === "error" ? "alert" : "status"} data-testid="tokens-message">
-          {message.text}
-        </p>
-      )}
+      <ActionNotice message={message} testId="tokens-message" />
 
       {created && <TokenOnce token={created.token} name={created.name} onDone={() => setCreated(null)} />}
 
