@@ -6,7 +6,11 @@
  *    .data/nextauth-secret;
  * 2. the database — in embedded mode this is where PGlite is created, migrated
  *    and filled with demo data and demo users (the server process is the only
- *    one allowed to open the PGlite folder).
+ *    one allowed to open the PGlite folder);
+ * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS).
+ *    In embedded mode the first refresh runs before requests are served (the demo
+ *    data is rolled up while PGlite's one connection is not shared yet); on Postgres
+ *    it runs in the background (the first one may have millions of events to do).
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
@@ -14,11 +18,19 @@ export async function register() {
   enforceAuthConfig();
 
   const { db } = await import("./lib/db");
+  let embedded = false;
   try {
     const database = await db();
-    console.log(`database: ${database.mode === "embedded" ? "embedded PGlite" : "PostgreSQL"} ready`);
+    embedded = database.mode === "embedded";
+    console.log(`database: ${embedded ? "embedded PGlite" : "PostgreSQL"} ready`);
   } catch (err) {
     // Keep serving: /api/health reports the failure and pages show it.
     console.error("database: not available at start:", err instanceof Error ? err.message : err);
   }
+
+  // Never fails: the refresher catches and logs its own errors. (Not while building.)
+  if (process.env.NEXT_PHASE === "phase-production-build") return;
+  const { startRollupRefresher } = await import("./lib/stats/refresher");
+  const refresher = startRollupRefresher(db);
+  if (refresher && embedded) await refresher.runOnce();
 }

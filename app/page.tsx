@@ -1,29 +1,31 @@
 import { connection } from "next/server";
-import { AutoRefresh } from "@/components/AutoRefresh";
+import { Suspense } from "react";
 import { Forbidden } from "@/components/Forbidden";
-import { StatusCards } from "@/components/StatusCards";
+import { OverviewDashboard } from "@/components/overview/OverviewDashboard";
 import { requirePage } from "@/components/server/page-auth";
 import { db } from "@/lib/db";
-import { statusCounts } from "@/lib/stats/status-counts";
 
-export default async function OverviewPage() {
+/**
+ * The overview. The numbers come from GET /api/v1/stats/overview (TanStack Query in
+ * OverviewDashboard), the same API scripts use; this server part only checks the
+ * permission (sending a signed-out visitor to sign-in and back to this very view).
+ */
+export default async function OverviewPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
   await connection(); // live data: render per request, never at build time
-  const { allowed } = await requirePage("stats.read", "/");
+  const raw = await searchParams;
+  const qs = new URLSearchParams();
+  for (const key of ["range", "from", "to", "operation", "scope"]) {
+    const v = raw[key];
+    const value = Array.isArray(v) ? v[0] : v;
+    if (value) qs.set(key, value.slice(0, 300));
+  }
+  const { allowed } = await requirePage("stats.read", qs.size ? `/?${qs}` : "/");
   if (!allowed) return <Forbidden access="stats.read" />;
   const database = await db();
-  const counts = await statusCounts(database.prisma);
+  const subtitle = `Idempotency records, requests, replays and conflicts · ${database.mode === "embedded" ? "embedded demo database" : "PostgreSQL"}`;
   return (
-    <>
-      <div className="toolbar">
-        <div>
-          <h1>Overview</h1>
-          <p className="subtle">
-            Idempotency records by status · {database.mode === "embedded" ? "embedded demo database" : "PostgreSQL"}
-          </p>
-        </div>
-        <AutoRefresh asOf={counts.asOf.toISOString()} />
-      </div>
-      <StatusCards counts={counts} />
-    </>
+    <Suspense fallback={null}>
+      <OverviewDashboard subtitle={subtitle} />
+    </Suspense>
   );
 }

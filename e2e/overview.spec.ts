@@ -58,6 +58,74 @@ test("a record written by a service appears after refresh", async ({ page }, tes
   }
 });
 
+test("range and filters live in the URL, and the numbers shown are the API's", async ({ page }, testInfo) => {
+  await signInAs(page, testInfo, "viewer");
+  await page.goto("/");
+  await expect(page.getByTestId("count-total")).toBeVisible();
+  const root = page.getByTestId("overview");
+
+  // A preset range and an operation filter, with the keyboard-usable native controls.
+  await page.getByRole("combobox", { name: "Range", exact: true }).selectOption("7d");
+  await expect(page).toHaveURL(/[?&]range=7d(&|$)/);
+  await page.getByRole("combobox", { name: "Operation", exact: true }).selectOption("capture_payment");
+  await expect(page).toHaveURL(/[?&]operation=capture_payment(&|$)/);
+  await expect(page.getByTestId("overview-range")).toContainText("capture_payment");
+  await expect(root).toHaveAttribute("aria-busy", "false");
+  await expect(page.locator(".ov-stale")).toHaveCount(0);
+
+  // The data shown covers the range the UI asked for; the API answers the same numbers for it.
+  const from = (await root.getAttribute("data-from"))!;
+  const to = (await root.getAttribute("data-to"))!;
+  expect(Date.parse(to) - Date.parse(from)).toBe(7 * 86_400_000);
+  const res = await page.request.get(`/api/v1/stats/overview?${new URLSearchParams({ from, to, operation: "capture_payment" })}`);
+  expect(res.status()).toBe(200);
+  const api = await res.json();
+  expect(api.filters).toEqual({ operation: "capture_payment", scope: null });
+  for (const s of STATUSES) expect(await cardValue(page, `count-${s}`), s).toBe(api.records.byStatus[s]);
+  expect(await cardValue(page, "count-total")).toBe(api.records.total);
+  expect(await cardValue(page, "count-open-reconciliation")).toBe(api.reconciliation.open);
+  expect(await cardValue(page, "count-requests")).toBe(api.events.total.requests);
+  expect(api.events.total.requests).toBeGreaterThan(0);
+  const row = page.getByTestId("op-row-capture_payment");
+  expect(Number((await row.locator('[data-col="requests"]').innerText()).replace(/[^\d]/g, ""))).toBe(api.events.byOperation[0].requests);
+  await expect(page.getByTestId("operations-table").locator("tbody tr")).toHaveCount(1);
+  const shownRate = Number((await page.getByTestId("rate-conflict").locator(".value").innerText()).replace(/[^\d.]/g, ""));
+  expect(shownRate).toBeCloseTo((api.events.total.conflictRate ?? 0) * 100, 1);
+  // Unfiltered records outnumber capture_payment's.
+  const all = await (await page.request.get("/api/v1/stats/overview")).json();
+  expect(all.records.total).toBeGreaterThan(api.records.total);
+
+  // Back undoes the filter; the URL is the view: opening it anew shows the same selection.
+  const shared = page.url();
+  await page.goBack();
+  await expect(page).toHaveURL(/[?&]range=7d/);
+  await expect(page).not.toHaveURL(/operation=/);
+  await expect(page.getByRole("combobox", { name: "Operation", exact: true })).toHaveValue("");
+  await expect.poll(() => cardValue(page, "count-total")).toBe(all.records.total);
+  await page.goto(shared);
+  await expect(page.getByRole("combobox", { name: "Range", exact: true })).toHaveValue("7d");
+  await expect(page.getByRole("combobox", { name: "Operation", exact: true })).toHaveValue("capture_payment");
+  await expect.poll(() => cardValue(page, "count-total")).toBe(api.records.total);
+
+  // A custom range the API refuses shows its problem detail.
+  await page.goto("/?from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z");
+  await expect(page.getByTestId("load-error")).toContainText("from must be before to");
+});
+
+test("overview screenshot with charts (light and dark)", async ({ page }, testInfo) => {
+  await signInAs(page, testInfo, "viewer");
+  await page.goto("/?range=30d");
+  for (const id of ["chart-transitions", "chart-conflict-rate", "chart-pending-ages", "chart-expiry-forecast"]) {
+    await expect(page.getByTestId(id)).toBeVisible();
+  }
+  await expect(page.getByTestId("chart-transitions").getByRole("application")).toBeVisible();
+  await expect(page.getByTestId("as-of")).toContainText("Data as of");
+  await page.screenshot({ path: testInfo.outputPath("overview.png"), fullPage: true });
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.screenshot({ path: testInfo.outputPath("overview-dark.png"), fullPage: true });
+  await testInfo.attach("overview", { path: testInfo.outputPath("overview.png"), contentType: "image/png" });
+});
+
 test("health refuses bad input with problem+json", async ({ request }) => {
   const unknown = await request.get("/api/health?verbose=1");
   expect(unknown.status()).toBe(400);

@@ -17,9 +17,10 @@ export async function prepareDatabase(db: Database, log: (line: string) => void 
     }
     return;
   }
-  const before = await migrationStatus(db.sql);
-  const fresh = before.applied.length === 0;
-  const result = await migrate(db.sql, { log: (l) => log(`embedded database: ${l}`) });
+  const { fresh, result } = await db.withSession(async (s) => {
+    const before = await migrationStatus(s);
+    return { fresh: before.applied.length === 0, result: await migrate(s, { log: (l) => log(`embedded database: ${l}`) }) };
+  });
   if (fresh && result.applied.length > 0) {
     log("embedded database: new — generating demo traffic for the last 30 days…");
     const summary = await generateDemoTraffic(db);

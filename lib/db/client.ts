@@ -48,7 +48,10 @@ export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: nu
   }
   const dataDir = config.dataDir ?? "memory://";
   if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
-  // PGlite is one connection in this process: every "session" is the same one.
+  // PGlite is one connection in this process. A "session" takes PGlite's
+  // transaction lock for its whole duration, so no other statement (Prisma's
+  // included) can slip into the BEGIN … COMMIT the caller runs. Inside `fn`, use
+  // only the session: a query through db.sql or db.prisma would wait for the lock.
   const lite = await PGlite.create(dataDir);
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
   const sql = pgliteExecutor(lite);
@@ -56,7 +59,11 @@ export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: nu
     mode: "embedded",
     prisma,
     sql,
-    withSession: (fn) => fn(sql),
+    withSession: (fn) =>
+      lite.transaction(async (tx) => {
+        await tx.exec("COMMIT"); // start in autocommit, like a fresh connection; callers BEGIN themselves
+        return fn(pgliteExecutor(tx));
+      }),
     async close() {
       await prisma.$disconnect();
       await lite.close();

@@ -1,4 +1,4 @@
-import type { PGlite } from "@electric-sql/pglite";
+import type { PGlite, Transaction } from "@electric-sql/pglite";
 import pg from "pg";
 
 /**
@@ -37,7 +37,7 @@ export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
 // so the Prisma adapter sharing this PGlite instance keeps its own parsing.
 const PGLITE_PARSERS = { 20: (v: string) => BigInt(v) };
 
-export function pgliteExecutor(db: PGlite): SqlExecutor {
+export function pgliteExecutor(db: PGlite | Transaction): SqlExecutor {
   return {
     async query<T>(text: string, params: unknown[] = []) {
       const result = await db.query<T>(text, params, { parsers: PGLITE_PARSERS });

@@ -1,0 +1,14 @@
+import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
+import { renderMetrics } from "@/lib/stats/metrics";
+
+/**
+ * GET /api/metrics — Prometheus text exposition (lib/stats/metrics.ts). Needs stats.read:
+ * scrape with `authorization: Bearer <API token>` (a token scoped to stats.read is enough).
+ */
+export const GET = apiRoute({ access: "stats.read" }, async ({ db }) => {
+  const { text, contentType } = await db.withSession((session) => renderMetrics(session, { snapshot: db.mode === "postgres" }));
+  return new Response(text, { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" } });
+});
+
+const refuse = methodNotAllowed(["GET"]);
+export { refuse as POST, refuse as PUT, refuse as PATCH, refuse as DELETE };

@@ -1,0 +1,16 @@
+import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
+import { jsonResponse } from "@/lib/api/json";
+import { overviewQuerySchema, overviewStats } from "@/lib/stats/overview";
+
+/**
+ * GET /api/v1/stats/overview?from=&to=&operation=&scope=
+ * Records by status; requests, replays, conflicts and their rates per operation (exact, from
+ * the event rollups); stuck, pending, open reconciliation, expiry; the chart series; `asOf`
+ * and the rollup lag. Defaults: the last 24 h; at most 400 days.
+ */
+export const GET = apiRoute({ access: "stats.read", query: overviewQuerySchema }, async ({ query, db }) =>
+  jsonResponse(await db.withSession((session) => overviewStats(session, query, { snapshot: db.mode === "postgres" }))),
+);
+
+const refuse = methodNotAllowed(["GET"]);
+export { refuse as POST, refuse as PUT, refuse as PATCH, refuse as DELETE };

@@ -1,0 +1,371 @@
+"use client";
+
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useMemo, useState, type FormEvent, type ReactNode } from "react";
+import { apiFetch } from "@/components/client/api";
+import { queryKeys } from "@/components/client/query-keys";
+import {
+  EmptyState,
+  ErrorState,
+  ExportLink,
+  fmtAbsolute,
+  fmtDuration,
+  fmtInt,
+  fmtMoney,
+  Mono,
+  onRowKeyDown,
+  RangePicker,
+  RelativeTime,
+  resolveRange,
+  retryServerErrors,
+  SkeletonRows,
+  toQuery,
+  useNow,
+  useUrlFilters,
+} from "@/components/queue/read-ui";
+
+/** A record as GET /api/v1/duplicates returns it (bigints as decimal strings). */
+interface RecordJson {
+  id: string;
+  scope: string;
+  operation: string;
+  idempotencyKey: string;
+  payloadHash: string;
+  status: string;
+  responseCode: number | null;
+  resourceType: string | null;
+  resourceId: string | null;
+  correlationId: string | null;
+  provider: string | null;
+  providerRequestId: string | null;
+  providerReference: string | null;
+  amountMinor: string | null;
+  currency: string | null;
+  createdAt: string;
+  updatedAt: string;
+  expiresAt: string;
+  legalHold: boolean;
+}
+
+type Basis = "payload_hash" | "amount_resource";
+
+interface ClusterJson {
+  scope: string;
+  operation: string;
+  basis: Basis[];
+  payloadHash: string | null;
+  amountMinor: string | null;
+  currency: string | null;
+  firstAt: string;
+  lastAt: string;
+  spanSeconds: number;
+  completed: number;
+  providerReferences: string[];
+  records: RecordJson[];
+  pairs: { first: string; second: string; basis: Basis[]; secondsApart: number }[];
+}
+
+interface DuplicatesResponse {
+  from: string;
+  to: string;
+  windowSeconds: number;
+  bases: Basis[];
+  clusters: ClusterJson[];
+  truncated: boolean;
+}
+
+const FILTER_KEYS = ["range", "from", "to", "window", "scope", "operation", "basis"] as const;
+const RANGES = ["24h", "7d", "30d"];
+const DEFAULT_RANGE = "7d";
+const WINDOWS = ["1m", "2m", "5m", "10m", "30m", "1h", "6h", "24h"];
+const DEFAULT_WINDOW = "10m";
+
+export const BASIS_LABEL: Record<Basis, string> = {
+  payload_hash: "same payload hash",
+  amount_resource: "same amount + currency + resource",
+};
+
+/** Duplicate-charge investigation: suspected double charges under different keys, side by side. */
+export function DuplicatesScreen({ canExport }: { canExport: boolean }) {
+  const [f, setFilters] = useUrlFilters(FILTER_KEYS);
+  const now = useNow();
+  const win = WINDOWS.includes(f.window) || /^\d{1,7}[smhd]?$/.test(f.window) ? f.window : DEFAULT_WINDOW;
+  const basis = f.basis === "payload_hash" || f.basis === "amount_resource" ? f.basis : "both";
+  const params = useMemo(
+    () => ({
+      range: f.from || f.to ? undefined : f.range || DEFAULT_RANGE,
+      from: f.from || undefined,
+      to: f.to || undefined,
+      window: win,
+      scope: f.scope || undefined,
+      operation: f.operation || undefined,
+      basis: basis === "both" ? undefined : basis,
+    }),
+    [f.range, f.from, f.to, f.scope, f.operation, win, basis],
+  );
+
+  const query = useQuery({
+    queryKey: queryKeys.duplicates.list(params),
+    queryFn: () => {
+      // A preset range ends now, when the query runs (the URL keeps "the last 7 days").
+      const { from, to } = resolveRange({ range: params.range ?? "", from: params.from ?? "", to: params.to ?? "" }, DEFAULT_RANGE);
+      return apiFetch<DuplicatesResponse>(
+        `/api/v1/duplicates?${toQuery({ from, to, window: params.window, scope: params.scope, operation: params.operation, basis: params.basis })}`,
+      );
+    },
+    placeholderData: keepPreviousData,
+    retry: retryServerErrors,
+  });
+  const data = query.data;
+  const exportQuery = data
+    ? toQuery({ from: data.from, to: data.to, window: params.window, scope: params.scope, operation: params.operation, basis: params.basis })
+    : "";
+  const pairCount = data?.clusters.reduce((s, c) => s + c.pairs.length, 0) ?? 0;
+  const twiceCompleted = data?.clusters.filter((c) => c.completed >= 2).length ?? 0;
+
+  return (
+    <div className="rs-screen" data-testid="duplicates-screen">
+      <div className="rs-filters" role="group" aria-label="Duplicate filters">
+        <RangePicker
+          key={`${f.range}|${f.from}|${f.to}`}
+          values={f}
+          presets={RANGES}
+          fallback={DEFAULT_RANGE}
+          onChange={(patch) => setFilters(patch)}
+        />
+        <label>
+          Window
+          <select
+            value={win}
+            onChange={(e) => setFilters({ window: e.target.value === DEFAULT_WINDOW ? undefined : e.target.value })}
+            title="How far apart the two records may have been created"
+          >
+            {[...new Set([...WINDOWS, win])].map((w) => (
+              <option key={w} value={w}>
+                {w}
+                {w === DEFAULT_WINDOW ? " (default)" : ""}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Rule
+          <select value={basis} onChange={(e) => setFilters({ basis: e.target.value === "both" ? undefined : e.target.value })}>
+            <option value="both">either rule</option>
+            <option value="payload_hash">{BASIS_LABEL.payload_hash}</option>
+            <option value="amount_resource">{BASIS_LABEL.amount_resource}</option>
+          </select>
+        </label>
+        <TextFilters key={`${f.scope}|${f.operation}`} scope={f.scope} operation={f.operation} onApply={(p) => setFilters(p)} />
+        <div className="rs-filter-actions">
+          <ExportLink list="duplicates" query={exportQuery} canExport={canExport && Boolean(data)} />
+        </div>
+      </div>
+
+      {query.isError && !data ? (
+        <ErrorState error={query.error} onRetry={() => void query.refetch()} />
+      ) : query.isPending ? (
+        <SkeletonRows rows={4} cols={3} label="Looking for duplicate charges" />
+      ) : data ? (
+        <>
+          <p className="subtle" data-testid="duplicates-summary" aria-live="polite">
+            {fmtInt(data.clusters.length)} suspected duplicate{data.clusters.length === 1 ? "" : "s"} ({fmtInt(pairCount)} pair
+            {pairCount === 1 ? "" : "s"}) created within {fmtDuration(data.windowSeconds)} of each other between{" "}
+            <span title={fmtAbsolute(data.from)}>{new Date(data.from).toLocaleString()}</span> and{" "}
+            <span title={fmtAbsolute(data.to)}>{new Date(data.to).toLocaleString()}</span>
+            {twiceCompleted ? (
+              <>
+                {" "}
+                · <strong className="rs-warn">{fmtInt(twiceCompleted)} with more than one completed charge</strong>
+              </>
+            ) : null}
+            {query.isFetching ? " · refreshing…" : null}
+          </p>
+          {data.truncated ? (
+            <p className="notice error" role="status">
+              More suspected duplicates exist than are shown: narrow the range or filter by scope or operation.
+            </p>
+          ) : null}
+          {data.clusters.length === 0 ? (
+            <EmptyState title="No suspected double charges.">
+              No two records of the same scope and operation match under different keys within {fmtDuration(data.windowSeconds)} in this range.
+              Widen the range or the window to look further.
+            </EmptyState>
+          ) : (
+            <div data-rows className="rs-clusters">
+              {data.clusters.map((c) => (
+                <Cluster key={`${c.records[0]?.id}`} cluster={c} now={now} />
+              ))}
+            </div>
+          )}
+          {query.isError ? <ErrorState error={query.error} onRetry={() => void query.refetch()} /> : null}
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+function TextFilters({ scope, operation, onApply }: { scope: string; operation: string; onApply: (p: { scope?: string; operation?: string }) => void }) {
+  const [form, setForm] = useState({ scope, operation });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    onApply(form);
+  };
+  return (
+    <form className="rs-inline-form" onSubmit={submit} aria-label="Scope and operation">
+      <label>
+        Scope (customer)
+        <input name="scope" value={form.scope} onChange={(e) => setForm({ ...form, scope: e.target.value })} placeholder="tenant:…" maxLength={200} />
+      </label>
+      <label>
+        Operation
+        <input
+          name="operation"
+          value={form.operation}
+          onChange={(e) => setForm({ ...form, operation: e.target.value })}
+          placeholder="capture_payment"
+          maxLength={100}
+        />
+      </label>
+      <button type="submit">Apply</button>
+      {scope || operation ? (
+        <button type="button" onClick={() => onApply({ scope: undefined, operation: undefined })}>
+          Clear
+        </button>
+      ) : null}
+    </form>
+  );
+}
+
+function Cluster({ cluster: c, now }: { cluster: ClusterJson; now: number }) {
+  const byId = new Map(c.records.map((r) => [r.id, r]));
+  return (
+    <section className="rs-cluster" aria-label={`Suspected duplicate: ${c.operation} for ${c.scope}`} data-testid="duplicate-cluster">
+      <header className="rs-cluster-head">
+        <div>
+          <strong>{c.operation}</strong> · {c.scope}
+          {c.amountMinor !== null ? <> · {fmtMoney(c.amountMinor, c.currency)}</> : null}
+        </div>
+        <div className="subtle">
+          {fmtInt(c.records.length)} records within {fmtDuration(c.spanSeconds)} · first <RelativeTime iso={c.firstAt} now={now} />
+          {" · "}
+          {c.completed >= 2 ? (
+            <strong className="rs-warn">{fmtInt(c.completed)} completed — money taken more than once unless refunded</strong>
+          ) : (
+            <>{fmtInt(c.completed)} completed</>
+          )}
+          {c.providerReferences.length ? <> · provider references: {c.providerReferences.join(", ")}</> : null}
+        </div>
+      </header>
+      {c.pairs.map((p) => {
+        const a = byId.get(p.first);
+        const b = byId.get(p.second);
+        if (!a || !b) return null;
+        return <Pair key={`${p.first}:${p.second}`} a={a} b={b} basis={p.basis} secondsApart={p.secondsApart} now={now} />;
+      })}
+    </section>
+  );
+}
+
+const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode; compare?: (r: RecordJson) => string | null }[] = [
+  { label: "Idempotency key", value: (r) => <Mono value={r.idempotencyKey} max={40} />, compare: (r) => r.idempotencyKey },
+  {
+    label: "Created",
+    value: (r, now) => (
+      <>
+        <RelativeTime iso={r.createdAt} now={now} /> <span className="subtle">{new Date(r.createdAt).toLocaleString()}</span>
+      </>
+    ),
+  },
+  { label: "Amount", value: (r) => fmtMoney(r.amountMinor, r.currency), compare: (r) => `${r.amountMinor} ${r.currency}` },
+  {
+    label: "Status",
+    value: (r) => (
+      <span className={`rs-status ${r.status}`}>
+        <span className={`dot ${r.status}`} aria-hidden /> {r.status}
+        {r.responseCode ? <span className="subtle"> ({r.responseCode})</span> : null}
+      </span>
+    ),
+    compare: (r) => r.status,
+  },
+  { label: "Provider", value: (r) => r.provider ?? "—", compare: (r) => r.provider },
+  { label: "Provider reference", value: (r) => <Mono value={r.providerReference} max={40} />, compare: (r) => r.providerReference },
+  { label: "Provider request id", value: (r) => <Mono value={r.providerRequestId} max={40} />, compare: (r) => r.providerRequestId },
+  {
+    label: "Resource",
+    value: (r) => (r.resourceId ? <>{r.resourceType ? `${r.resourceType} ` : ""}<Mono value={r.resourceId} max={32} /></> : "—"),
+    compare: (r) => `${r.resourceType} ${r.resourceId}`,
+  },
+  { label: "Payload hash", value: (r) => <Mono value={r.payloadHash} max={20} />, compare: (r) => r.payloadHash },
+  { label: "Correlation id", value: (r) => <Mono value={r.correlationId} max={32} />, compare: (r) => r.correlationId },
+];
+
+function Pair({ a, b, basis, secondsApart, now }: { a: RecordJson; b: RecordJson; basis: Basis[]; secondsApart: number; now: number }) {
+  const bothCompleted = a.status === "completed" && b.status === "completed";
+  const noteId = `handover-${a.id}-${b.id}`;
+  return (
+    <article
+      className="rs-pair"
+      data-row
+      tabIndex={0}
+      onKeyDown={onRowKeyDown}
+      data-testid="duplicate-pair"
+      data-first={a.id}
+      data-second={b.id}
+      aria-label={`Records ${a.id} and ${b.id}, ${fmtDuration(secondsApart)} apart`}
+    >
+      <div className="rs-pair-head">
+        <span>
+          Matched on{" "}
+          {basis.map((x) => (
+            <span key={x} className="rs-badge rs-basis" data-testid="pair-basis">
+              {BASIS_LABEL[x]}
+            </span>
+          ))}
+        </span>
+        <span data-testid="pair-gap">
+          created <strong>{fmtDuration(secondsApart)}</strong> apart
+        </span>
+        {bothCompleted ? <strong className="rs-warn">both completed: charged twice?</strong> : null}
+      </div>
+      <table className="rs-table rs-compare">
+        <thead>
+          <tr>
+            <th scope="col">
+              <span className="sr-only">Field</span>
+            </th>
+            <th scope="col">
+              First · <a href={`/records/${a.id}`}>record #{a.id}</a>
+            </th>
+            <th scope="col">
+              Second · <a href={`/records/${b.id}`}>record #{b.id}</a>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {FIELDS.map((field) => {
+            const differs = field.compare ? field.compare(a) !== field.compare(b) : false;
+            return (
+              <tr key={field.label} className={differs ? "rs-differs" : undefined}>
+                <th scope="row">
+                  {field.label}
+                  {differs ? <span className="sr-only"> (differs)</span> : null}
+                </th>
+                <td>{field.value(a, now)}</td>
+                <td>{field.value(b, now)}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      <div className="rs-pair-actions">
+        <button type="button" disabled aria-describedby={noteId} data-testid="handover" data-record-ids={`${a.id},${b.id}`}>
+          Hand over to compensation
+        </button>
+        <span id={noteId} className="subtle">
+          Arrives with operator actions (issue 5), carrying records #{a.id} and #{b.id}.
+        </span>
+      </div>
+    </article>
+  );
+}

@@ -1,0 +1,128 @@
+import { Counter, Gauge, Registry } from "prom-client";
+import type { SqlExecutor } from "../db/sql";
+import { readSideConfig, type StuckThresholds } from "../records/config";
+import { REQUEST_KINDS } from "./conflicts";
+import {
+  activeByOperationSql,
+  expiredByOperationSql,
+  inSnapshot,
+  KNOWN_OPERATIONS_SQL,
+  openReconciliationSql,
+  ROLLUP_STATE_SQL,
+  thresholdOf,
+} from "./overview";
+
+/**
+ * Prometheus exposition (GET /api/metrics), cheap enough to scrape every 15–60 s:
+ * only the small index ranges the overview uses for live state — processing/pending
+ * from (status, updated_at), open reconciliation items from (state, next_check_at) —
+ * plus the event rollups. Deliberately NOT exported: records by status (an exact count
+ * of the big completed/failed populations reads the whole index; see the overview).
+ * Expired-not-purged reads the expires_at range below now, which grows with the purge
+ * backlog (it is what an operator wants alerted on, so it stays; bench/read-side.ts).
+ *
+ * Requests, replays and conflicts are exposed as Prometheus COUNTERS (`…_total`), each
+ * set, per scrape, to the all-time total from the rollups (+ the events not rolled up
+ * yet, so it is exact): a fresh Counter per scrape incremented once by the total. That
+ * is legitimate because the source is monotonic — rollups only ever grow (retention
+ * purges of events do not lower them), and the raw remainder moves into them within one
+ * snapshot — so rate()/increase() work as for any counter, across console restarts and
+ * across several console instances (every instance reports the same database totals;
+ * aggregate with max, not sum). A `rebuildRollups` after events were purged can lower a
+ * total once; Prometheus treats that as a counter reset, which is the correct reading.
+ * Gauges named _total would lose the counter type (and rate() reset handling).
+ *
+ * Each scrape builds its own Registry (never the global default one): concurrent
+ * scrapes cannot mix values, and no process-level metrics leak in.
+ */
+
+export interface MetricsOptions {
+  now?: Date;
+  thresholds?: StuckThresholds;
+  /** One REPEATABLE READ READ ONLY transaction (Postgres); see lib/stats/overview.ts. */
+  snapshot?: boolean;
+}
+
+/** All-time event totals per operation and kind: every rollup row, plus what they do not cover yet. */
+export const ALL_TIME_TOTALS_SQL = `SELECT operation, kind, sum(n)::bigint AS n FROM (
+    SELECT r.operation, r.kind, r.count AS n FROM event_rollups r
+    UNION ALL
+    SELECT e.operation, e.kind, 1::bigint FROM idempotency_events e
+     WHERE e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
+    UNION ALL
+    SELECT e.operation, e.kind, 1::bigint FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
+  ) x GROUP BY 1, 2`;
+
+export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions = {}): Promise<{ text: string; contentType: string }> {
+  const now = opts.now ?? new Date();
+  const thresholds = opts.thresholds ?? readSideConfig().stuck;
+  const active = activeByOperationSql({}, thresholds, now);
+  const expired = expiredByOperationSql({}, now);
+  const open = openReconciliationSql({});
+  const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
+    operations: await session.query<{ operation: string }>(KNOWN_OPERATIONS_SQL),
+    active: await session.query<{ operation: string; stuck: bigint; pending: bigint; oldestPending: Date | null }>(active.text, active.values),
+    expired: await session.query<{ operation: string; n: bigint }>(expired.text, expired.values),
+    open: await session.query<{ n: bigint }>(open.text, open.values),
+    totals: await session.query<{ operation: string; kind: string; n: bigint }>(ALL_TIME_TOTALS_SQL),
+    rollup: await session.query<{ watermark: bigint; refreshedAt: Date | null; lag: bigint; gaps: bigint }>(ROLLUP_STATE_SQL),
+  }));
+
+  // Every known operation gets every per-operation series (0 when nothing), so series do not come and go.
+  const operations = new Set<string>(data.operations.map((o) => o.operation));
+  for (const r of [...data.active, ...data.expired, ...data.totals]) operations.add(r.operation);
+
+  const registry = new Registry();
+  const reg = [registry];
+  const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: reg });
+  const counter = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers: reg });
+
+  const stuck = gauge("idempotency_records_processing_stuck", "Records in processing unchanged for longer than their operation's stuck threshold (STUCK_THRESHOLDS).", ["operation"]);
+  const threshold = gauge("idempotency_stuck_threshold_seconds", "The stuck threshold applied per operation.", ["operation"]);
+  const pending = gauge("idempotency_records_pending", "Records pending (external outcome uncertain, awaiting reconciliation).", ["operation"]);
+  const oldestPending = gauge("idempotency_oldest_pending_age_seconds", "Seconds since the oldest pending record last changed (0 when none is pending).", ["operation"]);
+  const expiredG = gauge("idempotency_records_expired_not_purged", "Records whose expires_at has passed and that are still stored.", ["operation"]);
+  const openG = gauge("idempotency_reconciliation_items_open", "Reconciliation items open, checking or needing manual resolution.");
+  const requests = counter("idempotency_requests_total", "Requests (reserved + replayed + conflict + in_progress events) since rollups began.", ["operation"]);
+  const replays = counter("idempotency_replays_total", "Requests answered with the stored response (replayed events).", ["operation"]);
+  const conflicts = counter("idempotency_conflicts_total", "Requests reusing a key with a different payload (conflict events).", ["operation"]);
+  const events = counter("idempotency_events_total", "Events recorded by the writers, by kind.", ["operation", "kind"]);
+  const lag = gauge("idempotency_rollup_lag_events", "Events not rolled up yet (counted raw meanwhile; totals stay exact).");
+  const gaps = gauge("idempotency_rollup_gaps_open", "Event ids below the rollup watermark not visible yet (open writer transactions).");
+  const refreshed = gauge("idempotency_rollup_last_refresh_timestamp_seconds", "When the rollups were last refreshed (Unix time; 0 if never).");
+  const asOf = gauge("idempotency_stats_as_of_timestamp_seconds", "When these values were read (Unix time).");
+
+  const byOp = <T extends { operation: string }>(rows: T[]) => new Map(rows.map((r) => [r.operation, r]));
+  const act = byOp(data.active);
+  const exp = byOp(data.expired);
+  const totals = new Map<string, { requests: number; replays: number; conflicts: number }>();
+  for (const op of operations) totals.set(op, { requests: 0, replays: 0, conflicts: 0 });
+  for (const t of data.totals) {
+    const n = Number(t.n);
+    const o = totals.get(t.operation)!;
+    if ((REQUEST_KINDS as readonly string[]).includes(t.kind)) o.requests += n;
+    if (t.kind === "replayed") o.replays += n;
+    if (t.kind === "conflict") o.conflicts += n;
+    events.inc({ operation: t.operation, kind: t.kind }, n);
+  }
+  for (const op of [...operations].sort()) {
+    const a = act.get(op);
+    stuck.set({ operation: op }, Number(a?.stuck ?? 0));
+    threshold.set({ operation: op }, thresholdOf(thresholds, op));
+    pending.set({ operation: op }, Number(a?.pending ?? 0));
+    oldestPending.set({ operation: op }, a?.oldestPending ? Math.max(0, (now.getTime() - a.oldestPending.getTime()) / 1000) : 0);
+    expiredG.set({ operation: op }, Number(exp.get(op)?.n ?? 0));
+    const t = totals.get(op)!;
+    // A fresh counter incremented once = set to the (monotonic) total; see above.
+    requests.inc({ operation: op }, t.requests);
+    replays.inc({ operation: op }, t.replays);
+    conflicts.inc({ operation: op }, t.conflicts);
+  }
+  openG.set(Number(data.open[0].n));
+  const [r] = data.rollup;
+  lag.set(Number(r.lag));
+  gaps.set(Number(r.gaps));
+  refreshed.set(r.refreshedAt ? r.refreshedAt.getTime() / 1000 : 0);
+  asOf.set(now.getTime() / 1000);
+  return { text: await registry.metrics(), contentType: registry.contentType };
+}

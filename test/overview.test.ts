@@ -1,0 +1,464 @@
+// Per-operation stuck thresholds, read once per process on first use (set before any import uses them).
+process.env.STUCK_THRESHOLDS = "default=5m,capture_payment=2m,issue_invoice=15m";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GET } from "@/app/api/v1/stats/overview/route";
+import { provideDatabase } from "@/lib/db/client";
+import { generateDemoTraffic } from "@/lib/demo/traffic";
+import { queueSummary } from "@/lib/records/queue";
+import { readSideConfig } from "@/lib/records/config";
+import { expiryStats } from "@/lib/stats/expiry";
+import { EVENT_KINDS, PENDING_AGE_BUCKETS, seriesStep } from "@/lib/stats/overview";
+import { createRollupRefresher, refreshSecondsFromEnv } from "@/lib/stats/refresher";
+import { countEvents, refreshRollups } from "@/lib/stats/rollups";
+import { createTestToken, createTestUser, sessionCookie, useTestAuthEnv } from "./helpers/auth-fixtures";
+import { createTestDatabase, type TestDatabase } from "./helpers/db";
+
+/**
+ * Every number GET /api/v1/stats/overview returns equals a direct SQL count over the raw
+ * tables (idempotency_records, idempotency_events, reconciliation_items), computed here
+ * independently at the response's asOf — with no rollups yet, after refreshRollups, and
+ * after more traffic on top of the rollups (events above the watermark) and a partial
+ * refresh. Plus: the same numbers as countEvents, expiryStats and queueSummary (the
+ * modules the Conflicts, Expiry and Queue pages use), and the API's refusals.
+ */
+
+useTestAuthEnv();
+
+let db: TestDatabase;
+let viewerToken: string;
+let viewerCookie: string;
+let noStatsToken: string;
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  // Two independent months of traffic, ending now (the route reads at the real time).
+  await generateDemoTraffic(db, { seed: 5, requests: 350, days: 30 });
+  await generateDemoTraffic(db, { seed: 6, requests: 250, days: 10 });
+  provideDatabase(db);
+  const viewer = await createTestUser(db.prisma, { roles: ["viewer"] });
+  viewerToken = await createTestToken(db.prisma, viewer.id, { scopes: ["stats.read"] });
+  viewerCookie = await sessionCookie(viewer.id);
+  noStatsToken = await createTestToken(db.prisma, viewer.id, { scopes: ["records.read"] });
+}, 240_000);
+afterAll(() => db?.drop());
+
+async function get(query: string, headers: Record<string, string> = { authorization: `Bearer ${viewerToken}` }) {
+  return GET(new Request(`http://console.test/api/v1/stats/overview${query}`, { headers }));
+}
+
+// The API's JSON (dates as ISO strings, bigints as strings).
+type J = Record<string, any>;
+
+interface Filter {
+  from: Date;
+  to: Date;
+  operation?: string;
+  scope?: string;
+}
+
+/** The truth at `asOf`, straight from the raw tables. */
+async function truth(f: Filter, asOf: Date) {
+  const params = [f.operation ?? null, f.scope ?? null];
+  const rf = `($1::text IS NULL OR r.operation = $1) AND ($2::text IS NULL OR r.scope = $2)`;
+  const ef = `($1::text IS NULL OR e.operation = $1) AND ($2::text IS NULL OR e.scope = $2)`;
+  const num = (rows: { n: bigint }[]) => Number(rows[0]?.n ?? 0);
+  const t = readSideConfig().stuck;
+  const thresholdCase = `CASE r.operation ${Object.entries(t.byOperation)
+    .map(([op, s]) => `WHEN '${op}' THEN ${s}`)
+    .join(" ")} ELSE ${t.defaultSeconds} END`;
+
+  const status = await db.sql.query<{ status: string; n: bigint }>(
+    `SELECT status, count(*)::bigint AS n FROM idempotency_records r WHERE ${rf} GROUP BY 1`,
+    params,
+  );
+  const events = await db.sql.query<{ operation: string; kind: string; n: bigint }>(
+    `SELECT operation, kind, count(*)::bigint AS n FROM idempotency_events e
+      WHERE occurred_at >= $3 AND occurred_at < $4 AND ${ef} GROUP BY 1, 2`,
+    [...params, f.from, f.to],
+  );
+  const step = seriesStep(f.from, f.to).seconds;
+  const series = await db.sql.query<{ b: Date; operation: string; kind: string; n: bigint }>(
+    `SELECT to_timestamp(floor(extract(epoch FROM occurred_at) / $5) * $5) AS b, operation, kind, count(*)::bigint AS n
+       FROM idempotency_events e WHERE occurred_at >= $3 AND occurred_at < $4 AND ${ef} GROUP BY 1, 2, 3`,
+    [...params, f.from, f.to, step],
+  );
+  const active = await db.sql.query<{ operation: string; stuck: bigint; oldest_stuck: Date | null; pending: bigint; oldest_pending: Date | null; processing: bigint }>(
+    `SELECT operation,
+            count(*) FILTER (WHERE status = 'processing')::bigint AS processing,
+            count(*) FILTER (WHERE status = 'processing' AND updated_at < $3::timestamptz - (${thresholdCase}) * interval '1 second')::bigint AS stuck,
+            min(updated_at) FILTER (WHERE status = 'processing' AND updated_at < $3::timestamptz - (${thresholdCase}) * interval '1 second') AS oldest_stuck,
+            count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
+            min(updated_at) FILTER (WHERE status = 'pending') AS oldest_pending
+       FROM idempotency_records r WHERE ${rf} GROUP BY 1`,
+    [...params, asOf],
+  );
+  const pendingTimes = await db.sql.query<{ updated_at: Date }>(`SELECT updated_at FROM idempotency_records r WHERE status = 'pending' AND ${rf}`, params);
+  const open = await db.sql.query<{ n: bigint }>(
+    `SELECT count(*)::bigint AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+      WHERE i.state IN ('open', 'checking', 'needs_manual') AND ${rf}`,
+    params,
+  );
+  const expiring = await db.sql.query<{ n: bigint }>(
+    `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE expires_at >= $3 AND expires_at < $3::timestamptz + interval '24 hours' AND ${rf}`,
+    [...params, asOf],
+  );
+  const forecast = [];
+  for (let i = 0; i < 7; i++) {
+    forecast.push(
+      num(
+        await db.sql.query<{ n: bigint }>(
+          `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE expires_at >= $3 AND expires_at < $4 AND ${rf}`,
+          [...params, new Date(asOf.getTime() + i * DAY), new Date(asOf.getTime() + (i + 1) * DAY)],
+        ),
+      ),
+    );
+  }
+  const expired = await db.sql.query<{ operation: string; n: bigint }>(
+    `SELECT operation, count(*)::bigint AS n FROM idempotency_records r WHERE expires_at < $3 AND ${rf} GROUP BY 1`,
+    [...params, asOf],
+  );
+  const [state] = await db.sql.query<{ watermark: bigint }>(`SELECT COALESCE(max(watermark), 0)::bigint AS watermark FROM rollup_state WHERE name = 'events'`);
+  const lag = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events WHERE id > $1`, [state.watermark]);
+  const operations = await db.sql.query<{ operation: string }>(`SELECT DISTINCT operation FROM idempotency_events ORDER BY 1`);
+  return { status, events, series, step, active, pendingTimes, open: num(open), expiring: num(expiring), forecast, expired, watermark: state.watermark, lag: num(lag), operations };
+}
+
+const REQUEST = new Set(["reserved", "replayed", "conflict", "in_progress"]);
+const FIELD: Record<string, string> = {
+  reserved: "reserved",
+  replayed: "replays",
+  conflict: "conflicts",
+  in_progress: "inProgress",
+  completed: "completed",
+  failed: "failed",
+  pending: "pending",
+  reconciled: "reconciled",
+};
+
+function expectedTotals(rows: { kind: string; n: bigint }[]) {
+  const t: Record<string, number> = { requests: 0, reserved: 0, replays: 0, conflicts: 0, inProgress: 0, completed: 0, failed: 0, pending: 0, reconciled: 0 };
+  for (const r of rows) {
+    t[FIELD[r.kind]] += Number(r.n);
+    if (REQUEST.has(r.kind)) t.requests += Number(r.n);
+  }
+  return { ...t, replayRate: t.requests ? t.replays / t.requests : null, conflictRate: t.requests ? t.conflicts / t.requests : null };
+}
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
+/** Calls the API and checks every number against the raw tables. Returns the body. */
+async function expectExact(label: string, f: Filter): Promise<J> {
+  const qs = new URLSearchParams({ from: f.from.toISOString(), to: f.to.toISOString() });
+  if (f.operation) qs.set("operation", f.operation);
+  if (f.scope) qs.set("scope", f.scope);
+  const res = await get(`?${qs}`);
+  expect(res.status, label).toBe(200);
+  const body = (await res.json()) as J;
+  const asOf = new Date(body.asOf);
+  expect(body.from).toBe(f.from.toISOString());
+  expect(body.to).toBe(f.to.toISOString());
+  expect(body.filters).toEqual({ operation: f.operation ?? null, scope: f.scope ?? null });
+  const x = await truth(f, asOf);
+
+  // Records by status.
+  const byStatus = { processing: 0, pending: 0, completed: 0, failed: 0, ...Object.fromEntries(x.status.map((s) => [s.status, Number(s.n)])) };
+  expect(body.records.byStatus, `${label}: by status`).toEqual(byStatus);
+  expect(body.records.total).toBe(Object.values(byStatus).reduce((a, b) => a + b, 0));
+
+  // Requests, replays, conflicts, rates: per operation and overall.
+  expect(body.events.total, `${label}: event totals`).toEqual(expectedTotals(x.events));
+  const ops = [...new Set(x.events.map((e) => e.operation))].sort();
+  expect(body.events.byOperation.map((o: J) => o.operation)).toEqual(ops);
+  for (const o of body.events.byOperation) {
+    const { operation, ...rest } = o;
+    expect(rest, `${label}: ${operation}`).toEqual(expectedTotals(x.events.filter((e) => e.operation === operation)));
+  }
+
+  // Series: events by kind per bucket, conflict rate per operation per bucket.
+  expect(body.series.step.seconds).toBe(x.step);
+  const stepMs = x.step * 1000;
+  const firstBucket = Math.floor(f.from.getTime() / stepMs) * stepMs;
+  expect(body.series.transitions.length).toBe(Math.ceil((f.to.getTime() - firstBucket) / stepMs));
+  expect(body.series.transitions[0].start).toBe(new Date(firstBucket).toISOString());
+  const want = new Map<string, Record<string, number>>();
+  const wantRate = new Map<string, Record<string, { requests: number; conflicts: number }>>();
+  for (const r of x.series) {
+    const k = r.b.toISOString();
+    const m = want.get(k) ?? {};
+    m[r.kind] = (m[r.kind] ?? 0) + Number(r.n);
+    want.set(k, m);
+    const c = wantRate.get(k) ?? {};
+    c[r.operation] ??= { requests: 0, conflicts: 0 };
+    if (REQUEST.has(r.kind)) c[r.operation].requests += Number(r.n);
+    if (r.kind === "conflict") c[r.operation].conflicts += Number(r.n);
+    wantRate.set(k, c);
+  }
+  let seriesSum = 0;
+  for (const [i, b] of body.series.transitions.entries()) {
+    const expected = Object.fromEntries(EVENT_KINDS.map((k) => [k, want.get(b.start)?.[k] ?? 0]));
+    expect(b.counts, `${label}: transitions at ${b.start}`).toEqual(expected);
+    expect(b.total).toBe(Object.values(expected).reduce((a, n) => a + n, 0));
+    seriesSum += b.total;
+    const rates = body.series.conflictRate[i];
+    expect(rates.start).toBe(b.start);
+    for (const op of ops) {
+      const w = wantRate.get(b.start)?.[op] ?? { requests: 0, conflicts: 0 };
+      expect(rates.byOperation[op], `${label}: conflict rate ${op} at ${b.start}`).toEqual({ ...w, rate: w.requests ? w.conflicts / w.requests : null });
+    }
+  }
+  expect(seriesSum).toBe(x.events.reduce((s, e) => s + Number(e.n), 0));
+
+  // Stuck (per-operation thresholds), pending, oldest pending age.
+  const stuck = x.active.reduce((s, a) => s + Number(a.stuck), 0);
+  const pending = x.active.reduce((s, a) => s + Number(a.pending), 0);
+  const minOf = (ds: (Date | null)[]) => ds.filter((d): d is Date => d !== null).sort((a, b) => a.getTime() - b.getTime())[0] ?? null;
+  const oldestStuck = minOf(x.active.map((a) => a.oldest_stuck));
+  const oldestPending = minOf(x.active.map((a) => a.oldest_pending));
+  expect(body.stuck.count, `${label}: stuck`).toBe(stuck);
+  expect(body.stuck.oldestSince).toBe(iso(oldestStuck));
+  expect(body.pending.count, `${label}: pending`).toBe(pending);
+  expect(body.pending.oldestSince).toBe(iso(oldestPending));
+  expect(body.pending.oldestAgeSeconds).toBe(oldestPending ? Math.floor((asOf.getTime() - oldestPending.getTime()) / 1000) : null);
+  for (const o of body.operations) {
+    const a = x.active.find((r) => r.operation === o.operation);
+    const e = x.expired.find((r) => r.operation === o.operation);
+    expect(
+      [o.processing, o.stuck, o.oldestStuckSince, o.pending, o.oldestPendingSince, o.expiredNotPurged, o.stuckThresholdSeconds],
+      `${label}: ${o.operation}`,
+    ).toEqual([
+      Number(a?.processing ?? 0),
+      Number(a?.stuck ?? 0),
+      iso(a?.oldest_stuck),
+      Number(a?.pending ?? 0),
+      iso(a?.oldest_pending),
+      Number(e?.n ?? 0),
+      readSideConfig().stuck.byOperation[o.operation] ?? readSideConfig().stuck.defaultSeconds,
+    ]);
+  }
+  expect(body.stuck.thresholds).toEqual({ default: "5m", capture_payment: "2m", issue_invoice: "15m" });
+
+  // Pending age distribution (bucketed here in JS).
+  const ages = PENDING_AGE_BUCKETS.map(() => 0);
+  for (const { updated_at } of x.pendingTimes) {
+    const age = (asOf.getTime() - updated_at.getTime()) / 1000;
+    let i = 0;
+    while (i + 1 < PENDING_AGE_BUCKETS.length && age >= PENDING_AGE_BUCKETS[i + 1].minSeconds) i++;
+    ages[i]++;
+  }
+  expect(body.pendingAges.map((b: J) => b.count), `${label}: pending ages`).toEqual(ages);
+
+  // Reconciliation, expiry.
+  expect(body.reconciliation.open, `${label}: open reconciliation`).toBe(x.open);
+  expect(body.expiry.expiringNext24h, `${label}: expiring`).toBe(x.expiring);
+  expect(body.expiry.forecast.map((b: J) => b.count), `${label}: forecast`).toEqual(x.forecast);
+  expect(body.expiry.forecast[0].start).toBe(asOf.toISOString());
+  expect(body.expiry.expiredNotPurged).toBe(x.expired.reduce((s, e) => s + Number(e.n), 0));
+
+  // Rollup state and the filter lists.
+  expect(body.rollups.watermark).toBe(String(x.watermark));
+  expect(body.rollups.lagEvents).toBe(x.lag);
+  expect(body.known.operations).toEqual(x.operations.map((o) => o.operation));
+
+  // The same numbers as the modules behind the other pages.
+  const ce = await db.withSession((s) => countEvents(s, f));
+  expect(Object.fromEntries(ce.map((c) => [`${c.operation}/${c.kind}`, c.count]))).toEqual(
+    Object.fromEntries(x.events.map((e) => [`${e.operation}/${e.kind}`, Number(e.n)])),
+  );
+  const ex = await expiryStats(db.sql, { operation: f.operation, scope: f.scope, now: asOf });
+  expect(body.expiry.expiringNext24h).toBe(ex.expiringNext24h);
+  expect(body.expiry.expiredNotPurged).toBe(ex.expired.total);
+  expect(body.expiry.forecast.map((b: J) => b.count)).toEqual(ex.next30d.slice(0, 7).map((b) => b.count));
+  if (!f.operation && !f.scope) {
+    const qs2 = await queueSummary(db.sql, readSideConfig().stuck, asOf);
+    expect([body.stuck.count, body.pending.count, body.reconciliation.open, body.pending.oldestSince]).toEqual([
+      qs2.stuck,
+      qs2.pending,
+      qs2.openReconciliation,
+      iso(qs2.oldestPendingSince),
+    ]);
+  }
+  return body;
+}
+
+function cases(): [string, Filter][] {
+  const now = Date.now();
+  return [
+    ["last 24 h, unaligned", { from: new Date(now - DAY + 12_345), to: new Date(now - 678) }],
+    ["30 days (daily buckets)", { from: new Date(now - 30 * DAY - 1), to: new Date(now + 1000) }],
+    ["7 days, capture_payment (hourly buckets)", { from: new Date(now - 7 * DAY + 59_999), to: new Date(now), operation: "capture_payment" }],
+    ["36 h, tenant:acme (15-minute buckets)", { from: new Date(now - 36 * HOUR + 1), to: new Date(now - 1), scope: "tenant:acme" }],
+    ["2 h, minute buckets, both filters", { from: new Date(now - 2 * HOUR + 30_500), to: new Date(now - 20_250), operation: "create_order", scope: "tenant:globex" }],
+    ["inside one minute", { from: new Date(Math.floor(now / 60_000) * 60_000 - 50_000), to: new Date(Math.floor(now / 60_000) * 60_000 - 10_000) }],
+    ["straddling one minute boundary", { from: new Date(Math.floor(now / 60_000) * 60_000 - 90_000), to: new Date(Math.floor(now / 60_000) * 60_000 - 50_000) }],
+    ["a range with nothing in it", { from: new Date("2020-01-01T00:00:00Z"), to: new Date("2020-01-02T00:00:00Z") }],
+  ];
+}
+
+describe("GET /api/v1/stats/overview", () => {
+  it("every number equals a direct SQL count, before any rollup", async () => {
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM event_rollups`);
+    expect(n).toBe(0n);
+    for (const [label, f] of cases()) await expectExact(`raw: ${label}`, f);
+  }, 120_000);
+
+  it("… after refreshRollups, and with more traffic on top of the rollups and a partial refresh", async () => {
+    await db.withSession((s) => refreshRollups(s));
+    const rolled = await expectExact("rolled: last 24 h", cases()[0][1]);
+    expect(rolled.rollups.lagEvents).toBe(0);
+    expect(rolled.events.total.requests).toBeGreaterThan(0);
+    for (const [label, f] of cases()) await expectExact(`rolled: ${label}`, f);
+
+    // More traffic (a third seed): its events sit above the watermark until rolled up.
+    await generateDemoTraffic(db, { seed: 7, requests: 150, days: 3 });
+    const mixed = await expectExact("above the watermark: last 24 h", cases()[0][1]);
+    expect(mixed.rollups.lagEvents).toBeGreaterThan(0);
+    for (const [label, f] of cases()) await expectExact(`above the watermark: ${label}`, f);
+
+    // Part of it rolled up: one small batch, the rest still raw.
+    await db.withSession((s) => refreshRollups(s, { batchSize: 100 }));
+    for (const [label, f] of cases()) await expectExact(`partially rolled: ${label}`, f);
+  }, 240_000);
+
+  it("defaults to the last 24 hours; has the data it promises", async () => {
+    const res = await get("");
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as J;
+    const from = new Date(body.from).getTime();
+    const to = new Date(body.to).getTime();
+    expect(to - from).toBe(DAY);
+    expect(Math.abs(new Date(body.asOf).getTime() - to)).toBeLessThan(10_000);
+    expect(body.series.step).toEqual({ name: "15m", seconds: 900 });
+    expect(body.series.transitions).toHaveLength(Math.ceil((to - Math.floor(from / 900_000) * 900_000) / 900_000));
+    // The demo traffic has every situation the overview reports.
+    expect(body.records.byStatus.pending).toBeGreaterThan(0);
+    expect(body.stuck.count).toBeGreaterThan(0);
+    expect(body.reconciliation.open).toBeGreaterThan(0);
+    expect(body.expiry.expiringNext24h).toBeGreaterThan(0);
+    expect(body.expiry.expiredNotPurged).toBeGreaterThan(0);
+    expect(body.events.total.conflicts).toBeGreaterThanOrEqual(0);
+    expect(body.known.operations).toContain("capture_payment");
+    expect(body.known.scopes).toContain("tenant:acme");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+  });
+
+  it("viewers may read it (stats.read), with a token or a session; others get 401/403", async () => {
+    expect((await get("", { cookie: viewerCookie })).status).toBe(200);
+    const none = await get("", {});
+    expect(none.status).toBe(401);
+    expect(none.headers.get("content-type")).toContain("application/problem+json");
+    const noScope = await get("", { authorization: `Bearer ${noStatsToken}` });
+    expect(noScope.status).toBe(403);
+    expect((await noScope.json()).detail).toContain("stats.read");
+  });
+
+  it("refuses bad parameters with 400 problem+json naming the problem", async () => {
+    const bad: [string, string][] = [
+      ["?from=2026-11-02T00:00:00Z&to=2026-11-01T00:00:00Z", "before"],
+      ["?from=2026-11-01T00:00:00Z&to=2026-11-01T00:00:00Z", "before"],
+      ["?from=2024-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "400d"],
+      ["?from=yesterday", "ISO 8601"],
+      ["?to=2026-13-45T00:00:00Z", "ISO 8601"],
+      ["?operation=Capture%20Payment", "operation"],
+      ["?scope=tenant%20acme", "scope"],
+      ["?bucket=1h", "bucket"],
+      ["?from=2026-11-01T00:00:00Z&from=2026-11-02T00:00:00Z", "more than once"],
+    ];
+    for (const [query, mention] of bad) {
+      const res = await get(query);
+      expect(res.status, query).toBe(400);
+      expect(res.headers.get("content-type")).toContain("application/problem+json");
+      const problem = (await res.json()) as J;
+      expect(problem.status).toBe(400);
+      expect(problem.detail, query).toContain(mention);
+    }
+    // Exactly 400 days is allowed; empty values mean "absent".
+    expect((await get("?from=2025-10-01T00:00:00Z&to=2026-11-05T00:00:00Z")).status).toBe(200);
+    expect((await get("?operation=&scope=")).status).toBe(200);
+  });
+
+  it("answers POST with 405", async () => {
+    const { POST } = await import("@/app/api/v1/stats/overview/route");
+    const res = await POST(new Request("http://console.test/api/v1/stats/overview", { method: "POST" }));
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET");
+  });
+});
+
+describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
+  const quiet = { log: () => {}, warn: () => {} };
+  const lag = async () => {
+    const [r] = await db.sql.query<{ n: bigint }>(
+      `SELECT count(*)::bigint AS n FROM idempotency_events WHERE id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)`,
+    );
+    return Number(r.n);
+  };
+
+  it("rolls up new events on its interval, is idle when there is nothing new, and stops", async () => {
+    await generateDemoTraffic(db, { seed: 8, requests: 60, days: 1 });
+    expect(await lag()).toBeGreaterThan(0);
+    const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0.05, log: quiet });
+    try {
+      await expect.poll(lag, { timeout: 20_000, interval: 50 }).toBe(0);
+      expect(await r.runOnce()).toEqual({ status: "idle" });
+      await expectExact("after the refresher", cases()[0][1]);
+    } finally {
+      await r.stop();
+    }
+    expect(await r.runOnce()).toEqual({ status: "stopped" });
+  }, 60_000);
+
+  it("never throws: a failing database is reported as a failed tick, logged once, and the next tick recovers", async () => {
+    const warnings: string[] = [];
+    const logs: string[] = [];
+    let fail = true;
+    const r = createRollupRefresher({
+      database: async () => {
+        if (fail) throw new Error("connection refused");
+        return db;
+      },
+      intervalSeconds: 0,
+      log: { log: (m: string) => logs.push(m), warn: (m: string) => warnings.push(m) },
+    });
+    const first = await r.runOnce();
+    expect(first.status).toBe("failed");
+    expect((await r.runOnce()).status).toBe("failed");
+    expect(warnings).toHaveLength(1); // rate-limited
+    expect(warnings[0]).toContain("connection refused");
+    fail = false;
+    await generateDemoTraffic(db, { seed: 9, requests: 20, days: 1 });
+    const ok = await r.runOnce();
+    expect(ok.status).toBe("refreshed");
+    expect(logs.some((l) => l.includes("works again"))).toBe(true);
+    expect(await lag()).toBe(0);
+    await r.stop();
+  }, 60_000);
+
+  it("skips a tick while another session holds the refresher lock (another server process)", async () => {
+    if (db.mode !== "postgres") return; // one connection in embedded mode: there is no other process
+    await generateDemoTraffic(db, { seed: 10, requests: 10, days: 1 });
+    await db.withSession(async (other) => {
+      await other.query(`SELECT pg_advisory_lock(72707380)`);
+      try {
+        const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, log: quiet });
+        expect(await r.runOnce()).toEqual({ status: "locked" });
+        await r.stop();
+      } finally {
+        await other.query(`SELECT pg_advisory_unlock(72707380)`);
+      }
+    });
+    const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, log: quiet });
+    expect((await r.runOnce()).status).toBe("refreshed");
+    await r.stop();
+  }, 60_000);
+
+  it("reads ROLLUP_REFRESH_SECONDS (default 15, 0 = off, garbage → default with a warning)", () => {
+    const warn = { warn: () => {} };
+    expect(refreshSecondsFromEnv({}, warn)).toBe(15);
+    expect(refreshSecondsFromEnv({ ROLLUP_REFRESH_SECONDS: "0" }, warn)).toBe(0);
+    expect(refreshSecondsFromEnv({ ROLLUP_REFRESH_SECONDS: " 60 " }, warn)).toBe(60);
+    expect(refreshSecondsFromEnv({ ROLLUP_REFRESH_SECONDS: "5m" }, warn)).toBe(15);
+  });
+});
