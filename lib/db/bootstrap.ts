@@ -24,7 +24,11 @@ export async function prepareDatabase(db: Database, log: (line: string) => void 
   if (fresh && result.applied.length > 0) {
     log("embedded database: new — generating demo traffic for the last 30 days…");
     const summary = await generateDemoTraffic(db);
-    log(`embedded database: demo traffic ready (${JSON.stringify(summary)})`);
+    log(
+      `embedded database: demo traffic ready — ${summary.recordsCreated} records, ${summary.requests} requests, ` +
+        `${summary.scenarios.pending} pending, ${summary.scenarios.stuckProcessing} stuck, ` +
+        `${summary.scenarios.doubleSubmitPairs} planted double charges (${summary.elapsedMs} ms)`,
+    );
   }
   // Imported here: lib/auth/users imports the API layer, which imports lib/db.
   const { demoCredentialsPath, seedDemoUsers } = await import("../auth/demo-users");
