@@ -132,36 +132,38 @@ export interface EventCountRow {
 export async function countEvents(session: SqlExecutor, f: EventCountFilter): Promise<EventCountRow[]> {
   await session.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
+    // Whole minutes [lo, hi) come from the rollups; the bounds are parameters (not
+    // computed in SQL) so every branch below is an index range scan.
+    const lo = ceilMinute(f.from);
+    const hi = new Date(Math.max(floorMinute(f.to).getTime(), lo.getTime()));
     const rows = await session.query<{ operation: string; kind: string; n: bigint }>(
-      `WITH w AS (
-         SELECT COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0) AS watermark,
-                date_trunc('minute', $1::timestamptz) + CASE WHEN date_trunc('minute', $1::timestamptz) < $1::timestamptz
-                  THEN interval '1 minute' ELSE interval '0' END AS lo,
-                date_trunc('minute', $2::timestamptz) AS hi
-       ), rolled AS (
-         SELECT r.operation, r.kind, r.count AS n FROM event_rollups r, w
-          WHERE r.bucket >= w.lo AND r.bucket < w.hi
+      `WITH w AS (SELECT COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0) AS watermark),
+       rolled AS (
+         SELECT r.operation, r.kind, r.count AS n FROM event_rollups r
+          WHERE r.bucket >= $5 AND r.bucket < $6
             AND ($3::text IS NULL OR r.operation = $3) AND ($4::text IS NULL OR r.scope = $4)
        ), raw AS (
          -- not rolled up yet (above the watermark, or a gap), inside the whole minutes
-         -- (separate branches so each uses an index: the primary key range, the gap list)
          SELECT e.operation, e.kind, 1::bigint AS n FROM idempotency_events e, w
-          WHERE e.id > w.watermark AND e.occurred_at >= w.lo AND e.occurred_at < w.hi
+          WHERE e.id > w.watermark AND e.occurred_at >= $5 AND e.occurred_at < $6
             AND ($3::text IS NULL OR e.operation = $3) AND ($4::text IS NULL OR e.scope = $4)
          UNION ALL
-         SELECT e.operation, e.kind, 1::bigint FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id, w
-          WHERE e.occurred_at >= w.lo AND e.occurred_at < w.hi
+         SELECT e.operation, e.kind, 1::bigint FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
+          WHERE e.occurred_at >= $5 AND e.occurred_at < $6
             AND ($3::text IS NULL OR e.operation = $3) AND ($4::text IS NULL OR e.scope = $4)
          UNION ALL
          -- the partial minutes at both edges, straight from the events
-         SELECT e.operation, e.kind, 1::bigint FROM idempotency_events e, w
-          WHERE e.occurred_at >= $1 AND e.occurred_at < $2
-            AND (e.occurred_at < w.lo OR e.occurred_at >= GREATEST(w.hi, w.lo))
+         SELECT e.operation, e.kind, 1::bigint FROM idempotency_events e
+          WHERE e.occurred_at >= $1 AND e.occurred_at < $5 AND e.occurred_at < $2
+            AND ($3::text IS NULL OR e.operation = $3) AND ($4::text IS NULL OR e.scope = $4)
+         UNION ALL
+         SELECT e.operation, e.kind, 1::bigint FROM idempotency_events e
+          WHERE e.occurred_at >= $6 AND e.occurred_at < $2 AND e.occurred_at >= $1
             AND ($3::text IS NULL OR e.operation = $3) AND ($4::text IS NULL OR e.scope = $4)
        )
        SELECT operation, kind, sum(n)::bigint AS n FROM (SELECT * FROM rolled UNION ALL SELECT * FROM raw) x
         GROUP BY operation, kind ORDER BY operation, kind`,
-      [f.from, f.to, f.operation ?? null, f.scope ?? null],
+      [f.from, f.to, f.operation ?? null, f.scope ?? null, lo, hi],
     );
     await session.exec("COMMIT");
     return rows.map((r) => ({ operation: r.operation, kind: r.kind, count: Number(r.n) }));
@@ -169,4 +171,12 @@ export async function countEvents(session: SqlExecutor, f: EventCountFilter): Pr
     await session.exec("ROLLBACK").catch(() => {});
     throw err;
   }
+}
+
+function floorMinute(d: Date): Date {
+  return new Date(Math.floor(d.getTime() / 60_000) * 60_000);
+}
+
+function ceilMinute(d: Date): Date {
+  return new Date(Math.ceil(d.getTime() / 60_000) * 60_000);
 }
