@@ -26,6 +26,7 @@ import {
   useNow,
   useRovingRows,
   useUrlFilters,
+  OperationScopeFilters,
 } from "@/components/queue/read-ui";
 
 /** GET /api/v1/conflicts as JSON. */
@@ -158,7 +159,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
             <option value="day">day</option>
           </select>
         </label>
-        <TextFilters key={`${f.operation}|${f.scope}`} operation={f.operation} scope={f.scope} operations={operations} onApply={(p) => setFilters(p)} />
+        <OperationScopeFilters key={`${f.operation}|${f.scope}`} operation={f.operation} scope={f.scope} operations={operations} listId="conflict-operations" scopeLabel="Scope (client)" onApply={(p) => setFilters(p)} />
         <div className="rs-filter-actions">
           <ExportLink list="conflicts" query={exportQuery} canExport={canExport && Boolean(first)} />
         </div>
@@ -376,43 +377,3 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
   );
 }
 
-function TextFilters({
-  operation,
-  scope,
-  operations,
-  onApply,
-}: {
-  operation: string;
-  scope: string;
-  operations: string[];
-  onApply: (p: { operation?: string; scope?: string }) => void;
-}) {
-  const [form, setForm] = useState({ operation, scope });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    onApply(form);
-  };
-  return (
-    <form className="rs-inline-form" onSubmit={submit} aria-label="Operation and scope">
-      <label>
-        Operation
-        <input name="operation" list="conflict-operations" value={form.operation} onChange={(e) => setForm({ ...form, operation: e.target.value })} placeholder="any" maxLength={100} />
-        <datalist id="conflict-operations">
-          {operations.map((o) => (
-            <option key={o} value={o} />
-          ))}
-        </datalist>
-      </label>
-      <label>
-        Scope (client)
-        <input name="scope" value={form.scope} onChange={(e) => setForm({ ...form, scope: e.target.value })} placeholder="any" maxLength={200} />
-      </label>
-      <button type="submit">Apply</button>
-      {operation || scope ? (
-        <button type="button" onClick={() => onApply({ operation: undefined, scope: undefined })}>
-          Clear
-        </button>
-      ) : null}
-    </form>
-  );
-}

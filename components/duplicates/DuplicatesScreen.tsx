@@ -1,5 +1,7 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { RecordSummary } from "@/lib/records/row";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
 import { apiFetch } from "@/components/client/api";
@@ -24,28 +26,8 @@ import {
   useUrlFilters,
 } from "@/components/queue/read-ui";
 
-/** A record as GET /api/v1/duplicates returns it (bigints as decimal strings). */
-interface RecordJson {
-  id: string;
-  scope: string;
-  operation: string;
-  idempotencyKey: string;
-  payloadHash: string;
-  status: string;
-  responseCode: number | null;
-  resourceType: string | null;
-  resourceId: string | null;
-  correlationId: string | null;
-  provider: string | null;
-  providerRequestId: string | null;
-  providerReference: string | null;
-  amountMinor: string | null;
-  currency: string | null;
-  createdAt: string;
-  updatedAt: string;
-  expiresAt: string;
-  legalHold: boolean;
-}
+/** A record as the read API returns it (bigints and dates as strings). */
+type RecordJson = Jsonified<RecordSummary>;
 
 type Basis = "payload_hash" | "amount_resource";
 

@@ -21,6 +21,7 @@ import {
   useNow,
   useRovingRows,
   useUrlFilters,
+  OperationScopeFilters,
 } from "@/components/queue/read-ui";
 
 /** GET /api/v1/expiry as JSON. */
@@ -88,7 +89,7 @@ export function ExpiryScreen() {
   return (
     <div className="rs-screen" data-testid="expiry-screen">
       <div className="rs-filters" role="group" aria-label="Expiry filters">
-        <TextFilters key={`${f.operation}|${f.scope}`} operation={f.operation} scope={f.scope} operations={operations} onApply={(p) => setFilters(p)} />
+        <OperationScopeFilters key={`${f.operation}|${f.scope}`} operation={f.operation} scope={f.scope} operations={operations} listId="expiry-operations" onApply={(p) => setFilters(p)} />
         <div className="rs-filter-actions">
           <button type="button" onClick={() => void query.refetch()} disabled={query.isFetching}>
             {query.isFetching ? "Refreshing…" : "Refresh"}
@@ -278,43 +279,3 @@ export function ExpiryScreen() {
   );
 }
 
-function TextFilters({
-  operation,
-  scope,
-  operations,
-  onApply,
-}: {
-  operation: string;
-  scope: string;
-  operations: string[];
-  onApply: (p: { operation?: string; scope?: string }) => void;
-}) {
-  const [form, setForm] = useState({ operation, scope });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    onApply(form);
-  };
-  return (
-    <form className="rs-inline-form" onSubmit={submit} aria-label="Operation and scope">
-      <label>
-        Operation
-        <input name="operation" list="expiry-operations" value={form.operation} onChange={(e) => setForm({ ...form, operation: e.target.value })} placeholder="any" maxLength={100} />
-        <datalist id="expiry-operations">
-          {operations.map((o) => (
-            <option key={o} value={o} />
-          ))}
-        </datalist>
-      </label>
-      <label>
-        Scope
-        <input name="scope" value={form.scope} onChange={(e) => setForm({ ...form, scope: e.target.value })} placeholder="any" maxLength={200} />
-      </label>
-      <button type="submit">Apply</button>
-      {operation || scope ? (
-        <button type="button" onClick={() => onApply({ operation: undefined, scope: undefined })}>
-          Clear
-        </button>
-      ) : null}
-    </form>
-  );
-}

@@ -11,7 +11,7 @@
  */
 
 import { usePathname, useSearchParams } from "next/navigation";
-import { useCallback, useEffect, useMemo, useState, type KeyboardEvent, type ReactNode } from "react";
+import { useCallback, useEffect, useMemo, useState, type FormEvent, type KeyboardEvent, type ReactNode } from "react";
 import { ApiError } from "@/components/client/api";
 
 // --- Formatting -------------------------------------------------------------------------
@@ -406,5 +406,52 @@ export function Stat({ label, value, hint, testId }: { label: string; value: Rea
       <div className="value">{value}</div>
       {hint ? <div className="subtle">{hint}</div> : null}
     </div>
+  );
+}
+
+/** Operation (with suggestions) and scope filters, applied together. */
+export function OperationScopeFilters({
+  operation,
+  scope,
+  operations,
+  onApply,
+  listId,
+  scopeLabel = "Scope",
+}: {
+  operation: string;
+  scope: string;
+  operations: string[];
+  onApply: (p: { operation?: string; scope?: string }) => void;
+  /** id of the datalist of known operations (unique per page). */
+  listId: string;
+  scopeLabel?: string;
+}) {
+  const [form, setForm] = useState({ operation, scope });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    onApply(form);
+  };
+  return (
+    <form className="rs-inline-form" onSubmit={submit} aria-label="Operation and scope">
+      <label>
+        Operation
+        <input name="operation" list={listId} value={form.operation} onChange={(e) => setForm({ ...form, operation: e.target.value })} placeholder="any" maxLength={100} />
+        <datalist id={listId}>
+          {operations.map((o) => (
+            <option key={o} value={o} />
+          ))}
+        </datalist>
+      </label>
+      <label>
+        {scopeLabel}
+        <input name="scope" value={form.scope} onChange={(e) => setForm({ ...form, scope: e.target.value })} placeholder="any" maxLength={200} />
+      </label>
+      <button type="submit">Apply</button>
+      {operation || scope ? (
+        <button type="button" onClick={() => onApply({ operation: undefined, scope: undefined })}>
+          Clear
+        </button>
+      ) : null}
+    </form>
   );
 }

@@ -1,5 +1,7 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { RecordSummary } from "@/lib/records/row";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
@@ -18,29 +20,8 @@ import { absoluteTime, formatMoney, formatSeconds, SkeletonRows, StatusBadge, Ti
  * response is kept in this component's state only — never in the query cache.
  */
 
-interface RecordJson {
-  id: string;
-  scope: string;
-  operation: string;
-  idempotencyKey: string;
-  payloadHash: string;
-  status: string;
-  responseCode: number | null;
-  resourceType: string | null;
-  resourceId: string | null;
-  correlationId: string | null;
-  provider: string | null;
-  providerRequestId: string | null;
-  providerReference: string | null;
-  amountMinor: string | null;
-  currency: string | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-  expiresAt: string;
-  version: number;
-  legalHold: boolean;
-}
+/** A record as the read API returns it (bigints and dates as strings). */
+type RecordJson = Jsonified<RecordSummary>;
 
 interface StoredResponse {
   access: "masked" | "revealed";

@@ -6,6 +6,15 @@
 
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
+/** The type a client parses from `jsonResponse(value: T)`: bigint and Date become strings. */
+export type Jsonified<T> = T extends bigint | Date
+  ? string
+  : T extends (infer U)[]
+    ? Jsonified<U>[]
+    : T extends object
+      ? { [K in keyof T]: Jsonified<T[K]> }
+      : T;
+
 function replacer(_key: string, value: unknown): unknown {
   // Date#toJSON has already run by the time the replacer sees the value, so only bigints remain.
   return typeof value === "bigint" ? value.toString() : value;
