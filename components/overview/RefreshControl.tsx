@@ -4,8 +4,7 @@ import { useEffect, useState } from "react";
 import { RelativeTime, useNow } from "@/components/queue/read-ui";
 
 /**
- * The overview's one refresh control (adapted from components/AutoRefresh.tsx, which
- * re-rendered the server page): how often the data is re-fetched — off included,
+ * The overview's one refresh control: how often the data is re-fetched — off included,
  * remembered per browser under the same key — "Refresh now", and when the data shown
  * was read ("Data as of …", relative, absolute on hover).
  */
