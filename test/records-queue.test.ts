@@ -3,7 +3,7 @@ import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { parseStuckThresholds, thresholdFor, type StuckThresholds } from "@/lib/records/config";
 import { decodeCursor } from "@/lib/records/params";
-import { stuckAndPending, type QueueInput, type QueueItem } from "@/lib/records/queue";
+import { queueSummary, stuckAndPending, type QueueInput, type QueueItem } from "@/lib/records/queue";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 
@@ -94,6 +94,8 @@ describe("stuck & pending queue", () => {
     expect(items[0].reconciliation).toMatchObject({ state: "needs_manual", attempts: 7, nextCheckAt: null });
     const all = await allPages({ limit: 5 });
     expect(all.map((i) => i.kind).filter((k) => k === "reconciliation")).toHaveLength(1);
+    // The tab's count is the same set the tab lists.
+    expect((await queueSummary(db.sql, parseStuckThresholds(undefined), new Date())).reconciliationOther).toBe(1);
   });
 
   it("sorts by age both ways, filters by operation, scope, status and provider; pages visit every row once", async () => {

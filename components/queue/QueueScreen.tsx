@@ -67,7 +67,7 @@ export interface QueueResponse {
   limit: number;
   asOf: string;
   thresholds: Record<string, string>;
-  summary: { stuck: number; pending: number; openReconciliation: number; oldestPendingSince: string | null; oldestStuckSince: string | null };
+  summary: { stuck: number; pending: number; openReconciliation: number; reconciliationOther: number; oldestPendingSince: string | null; oldestStuckSince: string | null };
 }
 
 const FILTER_KEYS = ["kind", "operation", "scope", "status", "provider", "sort", "limit"] as const;
@@ -142,9 +142,8 @@ export function QueueScreen({ canExport, canReconcile }: { canExport: boolean; c
     },
     {
       value: "reconciliation",
-      label: <>Open reconciliation {summary ? <span className="rs-count">{fmtInt(summary.openReconciliation)}</span> : null}</>,
-      title:
-        "records neither processing nor pending that still have an open reconciliation item (the count is of all open items, whatever their record's state)",
+      label: <>Other open reconciliation {summary ? <span className="rs-count">{fmtInt(summary.reconciliationOther)}</span> : null}</>,
+      title: `records neither processing nor pending that still have an open reconciliation item (${summary ? fmtInt(summary.openReconciliation) : "…"} open items in all, pending ones included)`,
     },
   ];
 

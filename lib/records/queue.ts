@@ -68,6 +68,8 @@ export interface QueueSummary {
   pending: number;
   /** Open reconciliation items (any record state). */
   openReconciliation: number;
+  /** Records neither processing nor pending that have an open item: the "reconciliation" kind. */
+  reconciliationOther: number;
   oldestPendingSince: Date | null;
   oldestStuckSince: Date | null;
 }
@@ -205,12 +207,15 @@ export async function queueSummary(sql: SqlExecutor, thresholds: StuckThresholds
     stuck: bigint;
     pending: bigint;
     open: bigint;
+    other: bigint;
     oldestPending: Date | null;
     oldestStuck: Date | null;
   }>(
     `SELECT (SELECT count(*) FROM idempotency_records r WHERE ${stuck})::bigint AS stuck,
             (SELECT count(*) FROM idempotency_records r WHERE r.status = 'pending')::bigint AS pending,
             (SELECT count(*) FROM reconciliation_items i WHERE i.state = ANY (${states}::text[]))::bigint AS open,
+            (SELECT count(DISTINCT i.record_id) FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+              WHERE i.state = ANY (${states}::text[]) AND r.status NOT IN ('processing', 'pending'))::bigint AS other,
             (SELECT min(r.updated_at) FROM idempotency_records r WHERE r.status = 'pending') AS "oldestPending",
             (SELECT min(r.updated_at) FROM idempotency_records r WHERE ${stuck}) AS "oldestStuck"`,
     p.values,
@@ -219,6 +224,7 @@ export async function queueSummary(sql: SqlExecutor, thresholds: StuckThresholds
     stuck: Number(row.stuck),
     pending: Number(row.pending),
     openReconciliation: Number(row.open),
+    reconciliationOther: Number(row.other),
     oldestPendingSince: row.oldestPending,
     oldestStuckSince: row.oldestStuck,
   };
