@@ -16,10 +16,9 @@
  */
 import { availableParallelism } from "node:os";
 import pg from "pg";
-import { openDatabase, type Database } from "@/lib/db/client";
-import { redactUrl } from "@/lib/db/config";
-import { migrate } from "@/lib/db/migrate";
+import type { Database } from "@/lib/db/client";
 import { bulkGenerate } from "@/lib/demo/bulk";
+import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase } from "./common";
 import { IdempotencyStore, payloadHash } from "@/lib/idempotency";
 
 interface Args {
@@ -36,7 +35,7 @@ const USAGE =
   "usage: npm run bench:fill -- [--records N] [--events-per-record N] [--fill-concurrency N] [--requests N] [--concurrency N] [--seed N] [--keep]";
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = {
+  const defaults: Args = {
     records: 1_000_000,
     eventsPerRecord: 3,
     fillConcurrency: Math.min(4, availableParallelism()),
@@ -53,35 +52,7 @@ function parseArgs(argv: string[]): Args {
     "--concurrency": "concurrency",
     "--seed": "seed",
   };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split("=", 2);
-    if (flag === "--keep") {
-      args.keep = true;
-      continue;
-    }
-    if (flag === "--help" || flag === "-h") {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const field = numeric[flag];
-    if (!field) throw new Error(`unknown option ${argv[i]}\n${USAGE}`);
-    const value = Number(inline ?? argv[++i]);
-    if (!Number.isInteger(value) || value < (field === "records" || field === "seed" ? 0 : 1)) throw new Error(`${flag} needs a whole number\n${USAGE}`);
-    (args as unknown as Record<string, number>)[field] = value;
-  }
-  return args;
-}
-
-const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
-
-async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
+  return parseBenchArgs(argv, defaults, numeric, USAGE, ["records", "seed"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -231,7 +202,7 @@ async function protocolBench(db: Database, url: string, args: Args): Promise<voi
     rows.push(await measure("library: IdempotencyStore begin+complete (Prisma)", "2", n, c, (i) => lib("lib", i)));
     rows.push(await measure("raw pg: same statements (record + event rows)", "2", n, c, (i) => raw("rawev", i, true)));
     rows.push(await measure("raw pg: INSERT ON CONFLICT + UPDATE, no events", "2", n, c, (i) => raw("rawmin", i, false)));
-    rows.push(await measure("library: replay (begin on a completed key)", "3", n, c, (i) => libReplay("lib", i)));
+    rows.push(await measure("library: replay (insert attempt, then read + event in one)", "2", n, c, (i) => libReplay("lib", i)));
     rows.push(await measure("raw pg: replay (insert attempt, select, event)", "3", n, c, (i) => rawReplay("rawev", i)));
     printTable(rows, c);
   } finally {
@@ -243,32 +214,7 @@ async function protocolBench(db: Database, url: string, args: Args): Promise<voi
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const given = process.env.BENCH_DATABASE_URL?.trim();
-  const server = process.env.DATABASE_URL?.trim();
-  if (!given && !server) {
-    console.error("bench:fill needs a Postgres server: set DATABASE_URL (a throwaway database is created on it) or BENCH_DATABASE_URL (used as is)");
-    return 2;
-  }
-  let url: string;
-  let dropName: string | null = null;
-  if (given) {
-    url = given;
-  } else {
-    dropName = `ic_bench_${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}`;
-    await withAdmin(server!, (c) => c.query(`CREATE DATABASE "${dropName}"`));
-    const u = new URL(server!);
-    u.pathname = `/${dropName}`;
-    url = u.toString();
-  }
-  console.log(`database: ${redactUrl(url)}${dropName ? (args.keep ? " (throwaway, kept: --keep)" : " (throwaway, dropped at the end)") : " (BENCH_DATABASE_URL, kept)"}`);
-
-  let db: Database | null = null;
-  try {
-    db = await openDatabase({ mode: "postgres", url }, { poolSize: Math.max(args.concurrency, args.fillConcurrency) + 2 });
-    const [version] = await db.sql.query<{ v: string }>(`SELECT current_setting('server_version') AS v`);
-    console.log(`server: PostgreSQL ${version.v}, client cores: ${availableParallelism()}`);
-    await db.withSession((s) => migrate(s, { log: (l) => console.log(`  ${l}`) }));
-
+  return withBenchDatabase("bench:fill", { keep: args.keep, poolSize: Math.max(args.concurrency, args.fillConcurrency) + 2 }, async (db, url) => {
     console.log(`\nfilling ${fmt(args.records)} records × ${args.eventsPerRecord} events (batches of 100,000, ${args.fillConcurrency} at a time)…`);
     const fill = await bulkGenerate(db.sql, {
       records: args.records,
@@ -287,31 +233,12 @@ async function main(): Promise<number> {
     // Settle before measuring: without this, autovacuum (1M fresh inserts) and the checkpoint
     // flushing the fill compete with the protocol benchmark below.
     const t = performance.now();
-    for (const table of ["idempotency_records", "idempotency_events", "reconciliation_items"]) await db.sql.query(`VACUUM (ANALYZE) ${table}`);
-    const checkpoint = await db.sql.query(`CHECKPOINT`).then(
-      () => "CHECKPOINT",
-      () => "no CHECKPOINT (needs superuser or pg_checkpoint)",
-    );
+    const checkpoint = await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items"]);
     const [size] = await db.sql.query<{ size: string }>(`SELECT pg_size_pretty(pg_database_size(current_database())) AS size`);
     console.log(`  VACUUM (ANALYZE) + ${checkpoint}: ${((performance.now() - t) / 1000).toFixed(1)} s; database size ${size.size}`);
 
     await protocolBench(db, url, args);
-    return 0;
-  } finally {
-    await db?.close();
-    if (dropName && !args.keep) {
-      await withAdmin(server!, (c) => c.query(`DROP DATABASE IF EXISTS "${dropName}" WITH (FORCE)`));
-      console.log(`\ndropped ${dropName}`);
-    } else if (dropName) {
-      console.log(`\nkept ${dropName}: DROP DATABASE "${dropName}" when done`);
-    }
-  }
+  });
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-    process.exit(1);
-  },
-);
+runBench(main);

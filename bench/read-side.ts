@@ -26,12 +26,10 @@
  * the rows-read column of the breakdown for what grows with the tables.
  */
 import { availableParallelism } from "node:os";
-import pg from "pg";
-import { openDatabase, type Database } from "@/lib/db/client";
-import { redactUrl } from "@/lib/db/config";
+import type { Database } from "@/lib/db/client";
 import type { SqlExecutor } from "@/lib/db/sql";
-import { migrate } from "@/lib/db/migrate";
 import { bulkGenerate } from "@/lib/demo/bulk";
+import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase } from "./common";
 import { readSideConfig } from "@/lib/records/config";
 import { stuckAndPending } from "@/lib/records/queue";
 import { searchRecords, type SearchInput } from "@/lib/records/search";
@@ -52,7 +50,7 @@ const USAGE =
   "usage: npm run bench:read -- [--records N (default 10000000)] [--events-per-record N (3)] [--fill-concurrency N] [--runs N (3)] [--seed N] [--keep]";
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { records: 10_000_000, eventsPerRecord: 3, fillConcurrency: Math.min(4, availableParallelism()), runs: 3, seed: 1, keep: false };
+  const defaults: Args = { records: 10_000_000, eventsPerRecord: 3, fillConcurrency: Math.min(4, availableParallelism()), runs: 3, seed: 1, keep: false };
   const numeric: Record<string, keyof Args> = {
     "--records": "records",
     "--events-per-record": "eventsPerRecord",
@@ -60,37 +58,10 @@ function parseArgs(argv: string[]): Args {
     "--runs": "runs",
     "--seed": "seed",
   };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split("=", 2);
-    if (flag === "--keep") {
-      args.keep = true;
-      continue;
-    }
-    if (flag === "--help" || flag === "-h") {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const field = numeric[flag];
-    if (!field) throw new Error(`unknown option ${argv[i]}\n${USAGE}`);
-    const value = Number(inline ?? argv[++i]);
-    if (!Number.isInteger(value) || value < (field === "seed" ? 0 : 1)) throw new Error(`${flag} needs a whole number\n${USAGE}`);
-    (args as unknown as Record<string, number>)[field] = value;
-  }
-  return args;
+  return parseBenchArgs(argv, defaults, numeric, USAGE, ["seed"]);
 }
 
-const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => (n >= 100 ? fmt(n) : n.toFixed(1));
-
-async function withAdmin<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** Median wall time of `runs` runs after one warm-up; the last result is returned too. */
 async function time<T>(runs: number, fn: () => Promise<T>): Promise<{ ms: number; result: T }> {
@@ -337,31 +308,7 @@ async function metricsBench(db: Database, args: Args) {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const given = process.env.BENCH_DATABASE_URL?.trim();
-  const server = process.env.DATABASE_URL?.trim();
-  if (!given && !server) {
-    console.error("bench:read needs a Postgres server: set DATABASE_URL (a throwaway database is created on it) or BENCH_DATABASE_URL (used as is)");
-    return 2;
-  }
-  let url: string;
-  let dropName: string | null = null;
-  if (given) url = given;
-  else {
-    dropName = `ic_bench_${new Date().toISOString().replace(/\D/g, "").slice(0, 14)}`;
-    await withAdmin(server!, (c) => c.query(`CREATE DATABASE "${dropName}"`));
-    const u = new URL(server!);
-    u.pathname = `/${dropName}`;
-    url = u.toString();
-  }
-  console.log(`database: ${redactUrl(url)}${dropName ? (args.keep ? " (throwaway, kept: --keep)" : " (throwaway, dropped at the end)") : " (BENCH_DATABASE_URL, kept)"}`);
-
-  let db: Database | null = null;
-  try {
-    db = await openDatabase({ mode: "postgres", url }, { poolSize: Math.max(4, args.fillConcurrency + 2) });
-    const [version] = await db.sql.query<{ v: string }>(`SELECT current_setting('server_version') AS v`);
-    console.log(`server: PostgreSQL ${version.v}, client cores: ${availableParallelism()}`);
-    await db.withSession((s) => migrate(s, { log: (l) => console.log(`  ${l}`) }));
-
+  return withBenchDatabase("bench:read", { keep: args.keep, poolSize: Math.max(4, args.fillConcurrency + 2) }, async (db) => {
     const [{ n: existing }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM (SELECT 1 FROM idempotency_records LIMIT 1) x`);
     if (existing === 0n) {
       console.log(`\nloading ${fmt(args.records)} records × ${args.eventsPerRecord} events (lib/demo/bulk.ts, ${args.fillConcurrency} batches at a time)…`);
@@ -382,11 +329,7 @@ async function main(): Promise<number> {
     const rolled = await db.withSession((s) => refreshRollups(s));
     console.log(`refreshRollups: ${fmt(rolled.eventsCounted)} events rolled up in ${((performance.now() - t) / 1000).toFixed(1)} s (${rolled.batches} batches)`);
     t = performance.now();
-    for (const table of ["idempotency_records", "idempotency_events", "reconciliation_items", "event_rollups"]) await db.sql.query(`VACUUM (ANALYZE) ${table}`);
-    const checkpoint = await db.sql.query(`CHECKPOINT`).then(
-      () => "CHECKPOINT",
-      () => "no CHECKPOINT (needs superuser or pg_checkpoint)",
-    );
+    const checkpoint = await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "event_rollups"]);
     const [size] = await db.sql.query<{ db: string; records: bigint; events: bigint; rollups: bigint }>(
       `SELECT pg_size_pretty(pg_database_size(current_database())) AS db,
               (SELECT count(*) FROM idempotency_records)::bigint AS records,
@@ -403,22 +346,7 @@ async function main(): Promise<number> {
     await searchBench(db, args);
     await queueBench(db, args);
     await metricsBench(db, args);
-    return 0;
-  } finally {
-    await db?.close();
-    if (dropName && !args.keep) {
-      await withAdmin(server!, (c) => c.query(`DROP DATABASE IF EXISTS "${dropName}" WITH (FORCE)`));
-      console.log(`\ndropped ${dropName}`);
-    } else if (dropName) {
-      console.log(`\nkept ${dropName}: DROP DATABASE "${dropName}" when done`);
-    }
-  }
+  });
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-    process.exit(1);
-  },
-);
+runBench(main);
