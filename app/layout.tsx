@@ -20,6 +20,8 @@ const NAVIGATION: { href: string; label: string; access: Access }[] = [
   { href: "/duplicates", label: "Duplicates", access: "records.read" },
   { href: "/conflicts", label: "Conflicts", access: "stats.read" },
   { href: "/expiry", label: "Expiry", access: "stats.read" },
+  { href: "/compensations", label: "Compensations", access: "records.read" },
+  { href: "/retention", label: "Retention", access: "stats.read" },
   { href: "/audit", label: "Audit", access: "audit.read" },
   { href: "/admin/users", label: "Users", access: "users.manage" },
   { href: "/settings/tokens", label: "API tokens", access: "tokens.own" },

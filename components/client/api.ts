@@ -16,13 +16,17 @@ export class ApiError extends Error {
  * out. Errors (RFC 9457 problem details) become an ApiError whose message is
  * the problem's detail (which names the offending fields on a 400).
  */
-export async function apiFetch<T>(url: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+export async function apiFetch<T>(url: string, init: { method?: string; body?: unknown; idempotencyKey?: string } = {}): Promise<T> {
   let res: Response;
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  // Operator actions require one: make it once per user intent (newIdempotencyKey) and reuse it when retrying that intent.
+  if (init.idempotencyKey) headers["idempotency-key"] = init.idempotencyKey;
   try {
     res = await fetch(url, {
       method: init.method ?? "GET",
       credentials: "same-origin",
-      headers: init.body === undefined ? { accept: "application/json" } : { accept: "application/json", "content-type": "application/json" },
+      headers,
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       cache: "no-store",
     });
@@ -41,6 +45,11 @@ export async function apiFetch<T>(url: string, init: { method?: string; body?: u
     throw new ApiError(p.detail ?? p.title ?? `The request failed (HTTP ${res.status}).`, res.status);
   }
   return data as T;
+}
+
+/** A fresh Idempotency-Key for one user intent (a form submission); a retry of the same intent reuses it. */
+export function newIdempotencyKey(): string {
+  return crypto.randomUUID();
 }
 
 /** Timestamps the same on server and client (no hydration mismatch): "2026-12-01 14:03 UTC". */

@@ -15,5 +15,15 @@ export const queryKeys = {
   duplicates: { all: ["duplicates"] as const, list: (p: Params) => ["duplicates", p] as const },
   conflicts: { all: ["conflicts"] as const, list: (p: Params) => ["conflicts", p] as const },
   expiry: { all: ["expiry"] as const, stats: (p: Params) => ["expiry", p] as const },
+  compensations: { all: ["compensations"] as const, list: (p: Params) => ["compensations", p] as const },
+  retention: {
+    all: ["retention"] as const,
+    policies: ["retention", "policies"] as const,
+    dryRun: (p: Params) => ["retention", "dry-run", p] as const,
+    runs: ["retention", "runs"] as const,
+    run: (id: string) => ["retention", "runs", id] as const,
+    legalHolds: ["retention", "legal-holds"] as const,
+  },
+  reconcile: { all: ["reconcile"] as const },
   savedViews: { all: ["saved-views"] as const, forPage: (page: string) => ["saved-views", page] as const },
 };

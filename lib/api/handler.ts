@@ -8,6 +8,7 @@ import { verifyApiToken } from "../auth/tokens";
 import { db, type Database } from "../db";
 import { InvalidInputError } from "../idempotency/errors";
 import { parseInput } from "../idempotency/schemas";
+import { runIdempotently } from "./idempotent";
 import { problemResponse, ProblemError, toProblem } from "./problem";
 
 /**
@@ -32,6 +33,11 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   body?: B;
   /** Audit action of a mutation, e.g. "users.create"; refusals are audited under it. */
   action?: string;
+  /**
+   * Operator actions: require an Idempotency-Key header and run at most once per
+   * key (lib/api/idempotent.ts). Needs `action`.
+   */
+  idempotent?: boolean;
 }
 
 export interface RouteContext<Q, B, P = Record<string, never>> {
@@ -52,7 +58,12 @@ export interface RouteHandlerContext {
   params?: Promise<Record<string, string | string[]>>;
 }
 
-export type RouteHandler = ((request: Request, routeContext?: RouteHandlerContext) => Promise<Response>) & { access: Access; action?: string };
+export type RouteHandler = ((request: Request, routeContext?: RouteHandlerContext) => Promise<Response>) & {
+  access: Access;
+  action?: string;
+  /** The declared spec (schemas included): the OpenAPI document and the route tests read it. */
+  spec?: RouteSpec<z.ZodType, z.ZodType, z.ZodType>;
+};
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
@@ -143,6 +154,7 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
       let params: unknown;
       let query: unknown;
       let body: unknown;
+      let rawBody: unknown;
       try {
         params = parseInput(paramsSchema, (await routeContext?.params) ?? {}, "path");
         const raw: Record<string, string> = {};
@@ -151,7 +163,10 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
           raw[k] = v;
         }
         query = parseInput(querySchema, raw, "query");
-        if (spec.body) body = parseInput(spec.body, await readJson(request), "body");
+        if (spec.body) {
+          rawBody = await readJson(request);
+          body = parseInput(spec.body, rawBody, "body");
+        }
       } catch (err) {
         if (spec.action && principal && database && err instanceof ProblemError) {
           await audit(database.prisma, { actor: actorOf(principal), action, outcome: "refused", request: meta, detail: { status: err.status, problem: err.message } });
@@ -159,7 +174,11 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
         throw err;
       }
       database ??= await db();
-      const response = await handle({ request, params: params as z.output<P>, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database });
+      const ctx = { request, params: params as z.output<P>, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database };
+      const response =
+        spec.idempotent && principal
+          ? await runIdempotently({ database, principal, request, action, path: instance, rawBody }, () => handle(ctx))
+          : await handle(ctx);
       response.headers.set("x-request-id", requestId);
       return response;
     } catch (err) {
@@ -167,7 +186,7 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
       return problemResponse(toProblem(err, instance), { "x-request-id": requestId });
     }
   };
-  return Object.assign(fn, { access: spec.access, action: spec.action });
+  return Object.assign(fn, { access: spec.access, action: spec.action, spec });
 }
 
 /** For the methods a route does not serve: 405 as problem+json with Allow (Next's default is plain text). */
