@@ -8,6 +8,8 @@ import { useRouter } from "next/navigation";
 import { useState, type FormEvent, type ReactNode } from "react";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
+import { RecordActions } from "./actions/RecordActions";
+import type { RecordActionAccess } from "./actions/types";
 import { StoredBody, type MaskedPlace } from "./StoredBody";
 import { absoluteTime, formatMoney, formatSeconds, SkeletonRows, StatusBadge, Time, retryUnlessClientError } from "./ui";
 
@@ -59,7 +61,19 @@ interface RevealResult {
 const WINDOWS = ["1m", "5m", "10m", "30m", "1h", "6h", "24h"];
 const str = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
-export function RecordDetail({ id, window, canReveal, canReadAudit }: { id: string; window?: string; canReveal: boolean; canReadAudit: boolean }) {
+export function RecordDetail({
+  id,
+  window,
+  canReveal,
+  canReadAudit,
+  actions,
+}: {
+  id: string;
+  window?: string;
+  canReveal: boolean;
+  canReadAudit: boolean;
+  actions: RecordActionAccess;
+}) {
   const router = useRouter();
   const client = useQueryClient();
   const key = [...queryKeys.records.detail(id), window ?? "10m"] as const;
@@ -105,6 +119,8 @@ export function RecordDetail({ id, window, canReveal, canReadAudit }: { id: stri
           {detail.isFetching ? "Refreshing…" : "Refresh"}
         </button>
       </div>
+
+      <RecordActions record={r} access={actions} onChanged={() => void client.invalidateQueries({ queryKey: queryKeys.records.detail(id) })} />
 
       <div className="detail-grid">
         <Section title="Fields" testId="record-fields">

@@ -30,6 +30,13 @@ export default async function RecordPage({
       window={window}
       canReveal={can(principal, "records.reveal") && can(principal, "records.read_body")}
       canReadAudit={can(principal, "audit.read")}
+      actions={{
+        resolve: can(principal, "records.resolve"),
+        reconcile: can(principal, "records.reconcile"),
+        requestCompensation: can(principal, "compensations.request"),
+        approveCompensation: can(principal, "compensations.approve"),
+        legalHold: can(principal, "legal_holds.manage"),
+      }}
     />
   );
 }
