@@ -7,7 +7,9 @@
  * 2. the database — in embedded mode this is where PGlite is created, migrated
  *    and filled with demo data and demo users (the server process is the only
  *    one allowed to open the PGlite folder);
- * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS).
+ * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS);
+ * 4. the demo provider's ledger (only when `npm start` runs the local provider service),
+ *    the background reconciler and the purge worker (resumes a run a crash left behind).
  *    In embedded mode the first refresh runs before requests are served (the demo
  *    data is rolled up while PGlite's one connection is not shared yet); on Postgres
  *    it runs in the background (the first one may have millions of events to do).
@@ -33,4 +35,15 @@ export async function register() {
   const { startRollupRefresher } = await import("./lib/stats/refresher");
   const refresher = startRollupRefresher(db);
   if (refresher && embedded) await refresher.runOnce();
+
+  if (process.env.DEMO_PROVIDER === "1") {
+    const { seedDemoProvider } = await import("./lib/providers/demo-seed");
+    await db()
+      .then(seedDemoProvider)
+      .catch((err) => console.error("demo provider: not seeded:", err instanceof Error ? err.message : err));
+  }
+  const { startReconciler } = await import("./lib/reconcile/worker");
+  startReconciler(db);
+  const { startPurgeWorker } = await import("./lib/retention/worker");
+  startPurgeWorker(db);
 }

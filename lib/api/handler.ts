@@ -23,6 +23,8 @@ import { problemResponse, ProblemError, toProblem } from "./problem";
  */
 export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z.ZodType = z.ZodObject<{}>> {
   access: Access;
+  /** One line for the OpenAPI document (/api/v1/openapi.json). */
+  summary?: string;
   /**
    * Schema of the dynamic route segments (`[id]` → `{ id }`), e.g. idParamsSchema.
    * The only way a handler reads them (ctx.params); without it ctx.params is {}.
