@@ -3,7 +3,7 @@ import { db } from "@/lib/db";
 import { healthReport } from "@/lib/db/health";
 
 /** Liveness and readiness: database mode, reachability, migration state. No secrets. */
-export const GET = apiRoute({ access: "public" }, async () => {
+export const GET = apiRoute({ access: "public", summary: "Liveness and database health" }, async () => {
   const report = await healthReport(db);
   return Response.json(report, {
     status: report.status === "unavailable" ? 503 : 200,

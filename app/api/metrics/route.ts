@@ -5,7 +5,7 @@ import { renderMetrics } from "@/lib/stats/metrics";
  * GET /api/metrics — Prometheus text exposition (lib/stats/metrics.ts). Needs stats.read:
  * scrape with `authorization: Bearer <API token>` (a token scoped to stats.read is enough).
  */
-export const GET = apiRoute({ access: "stats.read" }, async ({ db }) => {
+export const GET = apiRoute({ access: "stats.read", summary: "Prometheus metrics (text exposition format)" }, async ({ db }) => {
   const { text, contentType } = await db.withSession((session) => renderMetrics(session, { snapshot: db.mode === "postgres" }));
   return new Response(text, { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" } });
 });

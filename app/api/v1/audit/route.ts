@@ -7,7 +7,7 @@ import { auditEntryJson, auditQuerySchema, listAudit } from "@/lib/audit/query";
  * targetTable, targetId, outcome, from/to (ISO 8601), limit (≤ 200), cursor (keyset on id).
  * Answers { entries, nextCursor }; pass nextCursor back as cursor for the next page.
  */
-export const GET = apiRoute({ access: "audit.read", query: auditQuerySchema }, async ({ query, db }) => {
+export const GET = apiRoute({ access: "audit.read", summary: "Audit log entries, filtered, newest first", query: auditQuerySchema }, async ({ query, db }) => {
   const page = await listAudit(db.prisma, query);
   return Response.json(
     { entries: page.entries.map(auditEntryJson), nextCursor: page.nextCursor },

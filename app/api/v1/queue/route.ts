@@ -7,7 +7,7 @@ import { queueQuerySchema, stuckAndPending } from "@/lib/records/queue";
  * GET /api/v1/queue?kind=stuck|pending|reconciliation|all&operation=&scope=&status=&provider=&sort=age_desc|age_asc&limit=&cursor=
  * Stuck (processing past its operation's threshold), pending, and open reconciliation items.
  */
-export const GET = apiRoute({ access: "records.read", query: queueQuerySchema }, async ({ query, db }) => {
+export const GET = apiRoute({ access: "records.read", summary: "Stuck processing, pending records and open reconciliation items", query: queueQuerySchema }, async ({ query, db }) => {
   const result = await stuckAndPending(db.sql, query);
   return jsonResponse({ ...result, thresholds: describeThresholds(result.thresholds) });
 });

@@ -3,7 +3,7 @@ import { jsonResponse } from "@/lib/api/json";
 import { createApiToken, createTokenInputSchema, listApiTokens, listTokensQuerySchema } from "@/lib/auth/token-admin";
 
 /** ?owner=me (default) | all | <userId>; anything but one's own needs tokens.manage. Never a hash. */
-export const GET = apiRoute({ access: "tokens.own", query: listTokensQuerySchema }, async ({ db, principal, query, meta }) => {
+export const GET = apiRoute({ access: "tokens.own", summary: "List API tokens (own, or everyone's with tokens.manage)", query: listTokensQuerySchema }, async ({ db, principal, query, meta }) => {
   const tokens = await listApiTokens(db.prisma, principal!, { owner: query.owner as "me" | "all" | string }, meta);
   return jsonResponse({ tokens });
 });
@@ -13,7 +13,7 @@ export const GET = apiRoute({ access: "tokens.own", query: listTokensQuerySchema
  * 201 with the plaintext `token` — shown this once, never again.
  */
 export const POST = apiRoute(
-  { access: "tokens.own", body: createTokenInputSchema, action: "tokens.create" },
+  { access: "tokens.own", summary: "Create an API token (shown once)", body: createTokenInputSchema, action: "tokens.create" },
   async ({ db, principal, body, meta }) => {
     const { token, apiToken, expiryLimited } = await createApiToken(db.prisma, principal!, body, meta);
     const warning = "Store this token now: it is shown only once and cannot be retrieved again.";

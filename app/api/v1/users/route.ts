@@ -3,7 +3,7 @@ import { jsonResponse } from "@/lib/api/json";
 import { createUser, createUserInputSchema, listUsers } from "@/lib/auth/users";
 
 /** Every console user (never a password hash). */
-export const GET = apiRoute({ access: "users.manage" }, async ({ db, principal }) => {
+export const GET = apiRoute({ access: "users.manage", summary: "List console users" }, async ({ db, principal }) => {
   const users = await listUsers(db.prisma, principal!);
   return jsonResponse({ users });
 });
@@ -13,7 +13,7 @@ export const GET = apiRoute({ access: "users.manage" }, async ({ db, principal }
  * the user signs in with SSO (or gets one later). 409 when the email exists.
  */
 export const POST = apiRoute(
-  { access: "users.manage", body: createUserInputSchema, action: "users.create" },
+  { access: "users.manage", summary: "Invite a console user", body: createUserInputSchema, action: "users.create" },
   async ({ db, principal, body, meta }) => {
     const user = await createUser(db.prisma, principal!, body, meta);
     return jsonResponse({ user }, { status: 201 });

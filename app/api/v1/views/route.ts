@@ -6,7 +6,7 @@ import { createView, createViewSchema, listViews, listViewsQuerySchema } from "@
  * GET /api/v1/views?page=/records — the caller's own saved views (of one page, or all).
  * Views are personal: nobody sees or changes another user's views.
  */
-export const GET = apiRoute({ access: "signed_in", query: listViewsQuerySchema }, async ({ query, principal, db }) =>
+export const GET = apiRoute({ access: "signed_in", summary: "Your saved views of a page", query: listViewsQuerySchema }, async ({ query, principal, db }) =>
   jsonResponse({ views: await listViews(db.prisma, principal!, query.page) }),
 );
 
@@ -15,7 +15,7 @@ export const GET = apiRoute({ access: "signed_in", query: listViewsQuerySchema }
  * name; 409 when the name exists on that page (unless replace: true). No reason and no
  * audit entry: a personal preference (docs/decisions/0004-saved-views-and-exports.md).
  */
-export const POST = apiRoute({ access: "signed_in", body: createViewSchema, action: "views.create" }, async ({ body, principal, db }) => {
+export const POST = apiRoute({ access: "signed_in", summary: "Save the current filters of a page as a view", body: createViewSchema, action: "views.create" }, async ({ body, principal, db }) => {
   const { view, replaced } = await createView(db.prisma, principal!, body);
   return jsonResponse({ view, replaced }, { status: replaced ? 200 : 201 });
 });

@@ -9,7 +9,7 @@ import { auditCsvChunks, auditExportSchema, exportExceeds, filtersToParams, MAX_
  * Every export is itself audited ("audit.export", with the filters); the file is
  * a snapshot of the entries that existed when it started.
  */
-export const GET = apiRoute({ access: "audit.export", query: auditExportSchema }, async ({ query, db, principal, meta }) => {
+export const GET = apiRoute({ access: "audit.export", summary: "Export the audit log as CSV (audited)", query: auditExportSchema }, async ({ query, db, principal, meta }) => {
   const last = await db.prisma.auditEntry.findFirst({ orderBy: { id: "desc" }, select: { id: true } });
   const beforeId = (last?.id ?? 0n) + 1n;
   const truncated = await exportExceeds(db.prisma, query, beforeId);

@@ -5,7 +5,7 @@ import { verifyAuditChain } from "@/lib/audit";
  * GET /api/v1/audit/verify — walks the whole hash chain and recomputes every hash.
  * Answers { intact, checked, brokenAt: { id, problem: "hash_mismatch" | "link_mismatch", expected, found } | null, lastHash }.
  */
-export const GET = apiRoute({ access: "audit.read" }, async ({ db }) => {
+export const GET = apiRoute({ access: "audit.read", summary: "Verify the audit hash chain" }, async ({ db }) => {
   const result = await verifyAuditChain(db.prisma);
   return Response.json(
     {

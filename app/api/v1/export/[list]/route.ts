@@ -15,6 +15,7 @@ import { collectExport, exportFilters, exportList } from "@/lib/views/export";
 export const GET = apiRoute(
   {
     access: "records.export",
+    summary: "Export a list (records, queue, duplicates, conflicts, expiry) as CSV (audited)",
     action: "records.export",
     params: z.object({ list: z.string().max(50) }),
     // Any parameters: the list's own schema judges them (400 with its messages).

@@ -10,7 +10,7 @@ import { detailQuerySchema, recordDetail } from "@/lib/records/detail";
  * The stored response: absent without records.read_body, masked with it; unmasked only
  * through POST /api/v1/records/{id}/reveal (audited).
  */
-export const GET = apiRoute({ access: "records.read", params: idParamsSchema, query: detailQuerySchema }, async ({ params, query, principal, db }) => {
+export const GET = apiRoute({ access: "records.read", summary: "One record with events, reconciliation, outbox, audit, duplicates and its stored response (masked)", params: idParamsSchema, query: detailQuerySchema }, async ({ params, query, principal, db }) => {
   const bodyAccess = can(principal, "records.read_body") ? "masked" : "none";
   return jsonResponse(await recordDetail(db.sql, params.id, { bodyAccess, windowSeconds: query.window }));
 });

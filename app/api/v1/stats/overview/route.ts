@@ -8,7 +8,7 @@ import { overviewQuerySchema, overviewStats } from "@/lib/stats/overview";
  * the event rollups); stuck, pending, open reconciliation, expiry; the chart series; `asOf`
  * and the rollup lag. Defaults: the last 24 h; at most 400 days.
  */
-export const GET = apiRoute({ access: "stats.read", query: overviewQuerySchema }, async ({ query, db }) =>
+export const GET = apiRoute({ access: "stats.read", summary: "Overview counts, rates and series for a time range", query: overviewQuerySchema }, async ({ query, db }) =>
   jsonResponse(await db.withSession((session) => overviewStats(session, query, { snapshot: db.mode === "postgres" }))),
 );
 

@@ -8,7 +8,7 @@ import { revokeApiToken, revokeTokenBodySchema } from "@/lib/auth/token-admin";
  * Revoking a revoked token answers 200 with noop: true.
  */
 export const DELETE = apiRoute(
-  { access: "tokens.own", params: idParamsSchema, body: revokeTokenBodySchema, action: "tokens.revoke" },
+  { access: "tokens.own", summary: "Revoke an API token", params: idParamsSchema, body: revokeTokenBodySchema, action: "tokens.revoke" },
   async ({ params, db, principal, body, meta }) => {
     const result = await revokeApiToken(db.prisma, principal!, { tokenId: params.id, reason: body.reason }, meta);
     return jsonResponse(result);

@@ -10,7 +10,7 @@ import { updateUser, updateUserBodySchema } from "@/lib/auth/users";
  * leave no active admin.
  */
 export const PATCH = apiRoute(
-  { access: "users.manage", params: idParamsSchema, body: updateUserBodySchema, action: "users.update" },
+  { access: "users.manage", summary: "Change a user's roles, disable or enable them", params: idParamsSchema, body: updateUserBodySchema, action: "users.update" },
   async ({ params, db, principal, body, meta }) => {
     const result = await updateUser(db.prisma, principal!, { userId: params.id, ...body }, meta);
     return jsonResponse(result);

@@ -4,7 +4,7 @@ import { idParamsSchema } from "@/lib/api/schemas";
 import { deleteView } from "@/lib/views/saved-views";
 
 /** DELETE /api/v1/views/{id} — deletes one of the caller's own saved views (someone else's: 404). */
-export const DELETE = apiRoute({ access: "signed_in", params: idParamsSchema, action: "views.delete" }, async ({ params, principal, db }) =>
+export const DELETE = apiRoute({ access: "signed_in", summary: "Delete one of your saved views", params: idParamsSchema, action: "views.delete" }, async ({ params, principal, db }) =>
   jsonResponse(await deleteView(db.prisma, principal!, params.id)),
 );
 
