@@ -21,5 +21,5 @@ test("the Admin menu opens from the keyboard and leads to the API reference, bui
   const op = page.getByTestId("op-GET /api/v1/records/{id}");
   await expect(op).toContainText(doc.paths["/api/v1/records/{id}"].get.summary);
   await op.locator("summary").click();
-  await expect(op).toContainText("Permission records.read");
+  await expect(op).toContainText("records.read");
 });

@@ -5,6 +5,10 @@
 // and this script provides what sign-in needs (a secret kept in
 // .data/nextauth-secret, NEXTAUTH_URL) and prints the demo users' passwords.
 // With DATABASE_URL (production) NEXTAUTH_SECRET and NEXTAUTH_URL are required.
+// Without PROVIDERS and PROVIDER_URL it also runs the local demo payment provider
+// (scripts/provider.ts) on PROVIDER_PORT (default PORT + 1000), points the server
+// at it (PROVIDER_URL, DEMO_PROVIDER=1: the server seeds it from the demo data)
+// and stops it with the server.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -79,10 +83,63 @@ if (!existsSync(buildId) || statSync(buildId).mtimeMs < sourcesMtime) {
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 
+// --- the demo payment provider (only when no real provider is configured) ---
+let provider = null;
+if (!env.PROVIDERS?.trim() && !env.PROVIDER_URL?.trim()) {
+  const providerPort = env.PROVIDER_PORT || String(Number(port) + 1000);
+  provider = spawn(bin("tsx"), ["scripts/provider.ts", "--port", providerPort], { cwd: root, env, stdio: ["ignore", "pipe", "inherit"] });
+  const providerUrl = await new Promise((resolve) => {
+    let out = "";
+    const giveUp = (why) => {
+      console.error(`The demo payment provider did not start on port ${providerPort} (${why}). Set PROVIDER_PORT to a free port, or PROVIDER_URL/PROVIDERS to use another provider.`);
+      if (provider.exitCode === null) provider.kill("SIGTERM");
+      process.exit(1);
+    };
+    const timer = setTimeout(() => giveUp("no answer within 60 s"), 60_000);
+    provider.once("exit", (code, signal) => giveUp(`it exited with ${code ?? signal}`));
+    provider.stdout.setEncoding("utf8");
+    provider.stdout.on("data", (chunk) => {
+      out += chunk;
+      const m = /provider listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        provider.removeAllListeners("exit");
+        resolve(m[1]);
+      }
+    });
+  });
+  provider.stdout.resume();
+  provider.on("exit", (code, signal) => {
+    provider = null;
+    console.error(`The demo payment provider stopped (${code ?? signal}); reconciliation and compensations will find it unavailable.`);
+  });
+  env.PROVIDER_URL = providerUrl;
+  env.DEMO_PROVIDER = "1";
+  console.log(`Demo payment provider: ${providerUrl}`);
+}
+
+/** Stops the demo provider (by its PID) and waits for it, at most 10 s. */
+function stopProvider() {
+  const child = provider;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  child.removeAllListeners("exit");
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      resolve();
+    }, 10_000);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill("SIGTERM");
+  });
+}
+
 if (embedded) console.log(`No DATABASE_URL: using the embedded database in ${env.PGLITE_DIR || ".data/pglite"}.`);
 const server = spawn(bin("next"), ["start", "-p", port, "-H", host], { cwd: root, env, stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
-server.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+server.on("exit", (code, signal) => stopProvider().then(() => process.exit(code ?? (signal ? 1 : 0))));
 
 const url = publicUrl;
 const deadline = Date.now() + 300_000;
