@@ -28,7 +28,7 @@ export default async function DuplicatesPage({ searchParams }: { searchParams: P
         <SavedViews page="/duplicates" />
       </div>
       <Suspense fallback={<SkeletonRows rows={4} cols={3} label="Looking for duplicate charges" />}>
-        <DuplicatesScreen canExport={can(principal, "records.export")} />
+        <DuplicatesScreen canExport={can(principal, "records.export")} canRequestCompensation={can(principal, "compensations.request")} />
       </Suspense>
     </>
   );

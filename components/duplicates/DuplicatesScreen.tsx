@@ -68,7 +68,7 @@ export const BASIS_LABEL: Record<Basis, string> = {
 };
 
 /** Duplicate-charge investigation: suspected double charges under different keys, side by side. */
-export function DuplicatesScreen({ canExport }: { canExport: boolean }) {
+export function DuplicatesScreen({ canExport, canRequestCompensation = false }: { canExport: boolean; canRequestCompensation?: boolean }) {
   const [f, setFilters] = useUrlFilters(FILTER_KEYS);
   const now = useNow();
   const win = WINDOWS.includes(f.window) || /^\d{1,7}[smhd]?$/.test(f.window) ? f.window : DEFAULT_WINDOW;
@@ -176,7 +176,7 @@ export function DuplicatesScreen({ canExport }: { canExport: boolean }) {
           ) : (
             <div data-rows className="rs-clusters">
               {data.clusters.map((c) => (
-                <Cluster key={`${c.records[0]?.id}`} cluster={c} now={now} />
+                <Cluster key={`${c.records[0]?.id}`} cluster={c} now={now} canHandOver={canRequestCompensation} />
               ))}
             </div>
           )}
@@ -219,7 +219,7 @@ function TextFilters({ scope, operation, onApply }: { scope: string; operation: 
   );
 }
 
-function Cluster({ cluster: c, now }: { cluster: ClusterJson; now: number }) {
+function Cluster({ cluster: c, now, canHandOver }: { cluster: ClusterJson; now: number; canHandOver: boolean }) {
   const byId = new Map(c.records.map((r) => [r.id, r]));
   return (
     <section className="rs-cluster" aria-label={`Suspected duplicate: ${c.operation} for ${c.scope}`} data-testid="duplicate-cluster">
@@ -243,7 +243,7 @@ function Cluster({ cluster: c, now }: { cluster: ClusterJson; now: number }) {
         const a = byId.get(p.first);
         const b = byId.get(p.second);
         if (!a || !b) return null;
-        return <Pair key={`${p.first}:${p.second}`} a={a} b={b} basis={p.basis} secondsApart={p.secondsApart} now={now} />;
+        return <Pair key={`${p.first}:${p.second}`} a={a} b={b} basis={p.basis} secondsApart={p.secondsApart} now={now} canHandOver={canHandOver} />;
       })}
     </section>
   );
@@ -282,9 +282,42 @@ const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode;
   { label: "Correlation id", value: (r) => <Mono value={r.correlationId} max={32} />, compare: (r) => r.correlationId },
 ];
 
-function Pair({ a, b, basis, secondsApart, now }: { a: RecordJson; b: RecordJson; basis: Basis[]; secondsApart: number; now: number }) {
+/**
+ * "Hand over to compensation": the request form with the pair pre-filled — the later
+ * record (b) is the charge to give back, the earlier one (a) the related record.
+ * `href` when it can be offered (and what it does), else null and why not.
+ */
+function handOver(a: RecordJson, b: RecordJson, basis: Basis[], secondsApart: number, allowed: boolean): { href: string | null; why: string } {
+  if (!allowed) return { href: null, why: "Handing over needs the permission compensations.request (the operator role)." };
+  if (b.status !== "completed") return { href: null, why: `Record #${b.id} is ${b.status}: nothing was charged twice to give back.` };
+  if (!b.provider || !b.providerReference || b.amountMinor === null || !b.currency) {
+    return { href: null, why: `Record #${b.id} has no provider charge (reference, amount, currency) to compensate.` };
+  }
+  const reason =
+    `Duplicate of record #${a.id} (${basis.map((x) => BASIS_LABEL[x]).join(", ")}, created ${fmtDuration(secondsApart)} later under a different ` +
+    `idempotency key ${b.idempotencyKey}): refund the second charge ${b.providerReference}.`;
+  const q = new URLSearchParams({ recordId: b.id, relatedRecordId: a.id, reason });
+  return { href: `/compensations/new?${q}`, why: `Opens the compensation request for record #${b.id} (${fmtMoney(b.amountMinor, b.currency)}), the later of the two.` };
+}
+
+function Pair({
+  a,
+  b,
+  basis,
+  secondsApart,
+  now,
+  canHandOver,
+}: {
+  a: RecordJson;
+  b: RecordJson;
+  basis: Basis[];
+  secondsApart: number;
+  now: number;
+  canHandOver: boolean;
+}) {
   const bothCompleted = a.status === "completed" && b.status === "completed";
   const noteId = `handover-${a.id}-${b.id}`;
+  const handover = handOver(a, b, basis, secondsApart, canHandOver);
   return (
     <article
       className="rs-pair"
@@ -341,11 +374,17 @@ function Pair({ a, b, basis, secondsApart, now }: { a: RecordJson; b: RecordJson
         </tbody>
       </table>
       <div className="rs-pair-actions">
-        <button type="button" disabled aria-describedby={noteId} data-testid="handover" data-record-ids={`${a.id},${b.id}`}>
-          Hand over to compensation
-        </button>
-        <span id={noteId} className="subtle">
-          Arrives with operator actions (issue 5), carrying records #{a.id} and #{b.id}.
+        {handover.href ? (
+          <a className="button-link" href={handover.href} aria-describedby={noteId} data-testid="handover" data-record-ids={`${a.id},${b.id}`}>
+            Hand over to compensation
+          </a>
+        ) : (
+          <button type="button" disabled aria-describedby={noteId} data-testid="handover" data-record-ids={`${a.id},${b.id}`}>
+            Hand over to compensation
+          </button>
+        )}
+        <span id={noteId} className="subtle" data-testid="handover-note">
+          {handover.why}
         </span>
       </div>
     </article>

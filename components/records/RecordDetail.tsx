@@ -8,6 +8,7 @@ import { useRouter } from "next/navigation";
 import { useState, type FormEvent, type ReactNode } from "react";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
+import { RecordCompensations } from "@/components/compensations/RecordCompensations";
 import { RecordActions } from "./actions/RecordActions";
 import type { RecordActionAccess } from "./actions/types";
 import { StoredBody, type MaskedPlace } from "./StoredBody";
@@ -50,6 +51,7 @@ interface Detail {
   audit: Row[];
   suspectedDuplicates: Duplicate[];
   duplicateWindowSeconds: number;
+  compensations: Row[];
 }
 
 interface RevealResult {
@@ -158,6 +160,10 @@ export function RecordDetail({
           </label>
         </div>
         <Duplicates record={r} duplicates={d.suspectedDuplicates} />
+      </Section>
+
+      <Section title={`Compensations (${d.compensations.length})`} testId="compensations">
+        <RecordCompensations recordId={id} onChanged={() => void client.invalidateQueries({ queryKey: queryKeys.records.detail(id) })} />
       </Section>
 
       <Section title={`Reconciliation (${d.reconciliationItems.length})`} testId="reconciliation">

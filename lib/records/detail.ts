@@ -2,6 +2,8 @@ import { z } from "zod";
 import { ProblemError } from "../api/problem";
 import { actorOf, audit, type RequestMeta } from "../audit";
 import { can, type Principal } from "../auth/permissions";
+import { leaseSeconds } from "../compensations/config";
+import { compensationsOfRecord, type CompensationRow } from "../compensations/model";
 import type { Database } from "../db/client";
 import type { SqlExecutor } from "../db/sql";
 import { NotFoundError } from "../idempotency/errors";
@@ -20,7 +22,8 @@ import { recordColumns, type RecordSummary } from "./row";
  *   where the masks would have been.
  * Outbox payloads follow the same levels (absent / masked / as stored).
  * Every list comes from an index on record id (events: (record_id, occurred_at);
- * audit_log: (target_table, target_id)). Compensations join here once that table exists.
+ * audit_log: (target_table, target_id); compensations: (record_id)). Compensations come
+ * without the viewer's allowed actions: GET /api/v1/compensations?recordId= adds those.
  */
 
 export const AUDIT_TARGET_TABLE = "idempotency_records";
@@ -71,6 +74,8 @@ export interface RecordDetail {
   audit: Record<string, unknown>[];
   suspectedDuplicates: SuspectedDuplicate[];
   duplicateWindowSeconds: number;
+  /** Refunds/voids/cancels of this record's charge, oldest first. */
+  compensations: CompensationRow[];
 }
 
 export async function loadRecord(sql: SqlExecutor, id: bigint): Promise<RecordFull> {
@@ -100,7 +105,7 @@ export async function recordDetail(
 ): Promise<RecordDetail> {
   const record = await loadRecord(sql, id);
   const windowSeconds = opts.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
-  const [events, total, reconciliationItems, outboxMessages, audit, suspectedDuplicates] = await Promise.all([
+  const [events, total, reconciliationItems, outboxMessages, audit, suspectedDuplicates, compensations] = await Promise.all([
     sql.query<TimelineEvent>(
       `SELECT * FROM (
          SELECT e.id, e.kind, e.occurred_at AS "occurredAt", e.payload_hash AS "payloadHash",
@@ -131,6 +136,7 @@ export async function recordDetail(
       [AUDIT_TARGET_TABLE, id.toString(), MAX_AUDIT_ENTRIES],
     ),
     duplicatesOfRecord(sql, record, windowSeconds),
+    compensationsOfRecord(sql, id, leaseSeconds()),
   ]);
   const { responseHeaders: _h, responseBody: _b, ...summary } = record;
   const n = Number(total[0].n);
@@ -145,6 +151,7 @@ export async function recordDetail(
     audit,
     suspectedDuplicates,
     duplicateWindowSeconds: windowSeconds,
+    compensations,
   };
 }
 

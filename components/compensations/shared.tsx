@@ -1,0 +1,67 @@
+"use client";
+
+import type { Jsonified } from "@/lib/api/json";
+import type { CompensationView } from "@/lib/compensations/model";
+import { useRef } from "react";
+import { ApiError, newIdempotencyKey } from "@/components/client/api";
+
+/** A compensation as the API returns it (bigints and dates as strings), with what the viewer may do. */
+export type CompensationJson = Jsonified<CompensationView>;
+
+export interface CompensationPage {
+  items: CompensationJson[];
+  nextCursor: string | null;
+  limit: number;
+}
+
+export const STATE_LABEL: Record<CompensationJson["state"], string> = {
+  requested: "waiting for approval",
+  approved: "approved",
+  rejected: "rejected",
+  executing: "executing",
+  executed: "executed",
+  failed: "failed",
+};
+
+export function StateBadge({ state, stale }: { state: CompensationJson["state"]; stale?: boolean }) {
+  return (
+    <span className={`comp-state comp-state-${state}`} data-testid="compensation-state" data-state={state}>
+      {STATE_LABEL[state]}
+      {stale ? " (stalled)" : null}
+    </span>
+  );
+}
+
+/**
+ * What is left to compensate of a record's charge: its amount minus what its
+ * compensations claim (everything but rejected ones and failed ones the provider
+ * refused — the server says which, per row). null when the record has no amount.
+ */
+export function remainingMinor(amountMinor: string | null, compensations: Pick<CompensationJson, "amountMinor" | "claimsAmount">[]): bigint | null {
+  if (amountMinor === null) return null;
+  const claimed = compensations.filter((c) => c.claimsAmount).reduce((sum, c) => sum + BigInt(c.amountMinor), 0n);
+  const left = BigInt(amountMinor) - claimed;
+  return left > 0n ? left : 0n;
+}
+
+/**
+ * One Idempotency-Key per user intent: the same submission (same body) sent again
+ * after a network error or a 5xx reuses its key (the server replays or finishes the
+ * first attempt); a changed body, or a new submission after a definite answer, gets
+ * a new key.
+ */
+export function useIntentKey() {
+  const current = useRef<{ key: string; body: string } | null>(null);
+  return {
+    keyFor(body: unknown): string {
+      const text = JSON.stringify(body);
+      if (!current.current || current.current.body !== text) current.current = { key: newIdempotencyKey(), body: text };
+      return current.current.key;
+    },
+    /** After an answer: keep the key only when the outcome is unknown (no answer, or a server error). */
+    settle(err?: unknown) {
+      if (err instanceof ApiError && (err.status === 0 || err.status >= 500)) return;
+      current.current = null;
+    },
+  };
+}

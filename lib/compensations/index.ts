@@ -1,0 +1,3 @@
+export * from "./actions";
+export * from "./config";
+export * from "./model";
