@@ -22,6 +22,10 @@ const embeddedDir = `/tmp/ic-e2e-pglite-${process.pid}`;
 // makes its own, as `npm start` does on a fresh machine.
 const postgresSecret = randomBytes(48).toString("base64url");
 
+// No background reconciler in the browser tests: a tick could resolve the pending record a test is
+// working on (the reconciler itself is tested in test/reconcile.test.ts).
+const E2E_ENV = { RECONCILER_INTERVAL_SECONDS: "0" };
+
 export default defineConfig({
   testDir: "e2e",
   outputDir: "test-results/e2e",
@@ -40,7 +44,7 @@ export default defineConfig({
     {
       // Exactly what `npm start` does on a fresh machine, on a throwaway embedded database.
       command: `rm -rf ${embeddedDir} && rm -f ${credentialsFile("embedded")} && node scripts/start.mjs`,
-      env: { PORT: "3100", PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded") },
+      env: { PORT: "3100", PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded"), ...E2E_ENV },
       url: "http://127.0.0.1:3100/api/health",
       timeout: 300_000,
       reuseExistingServer: false,
@@ -50,7 +54,7 @@ export default defineConfig({
       ? [
           {
             command: "node_modules/.bin/tsx e2e/support/prepare-postgres.ts && node scripts/start.mjs",
-            env: { PORT: "3101", DATABASE_URL: pgUrl, NEXTAUTH_SECRET: postgresSecret, NEXTAUTH_URL: "http://127.0.0.1:3101" },
+            env: { PORT: "3101", DATABASE_URL: pgUrl, NEXTAUTH_SECRET: postgresSecret, NEXTAUTH_URL: "http://127.0.0.1:3101", ...E2E_ENV },
             url: "http://127.0.0.1:3101/api/health",
             timeout: 300_000,
             reuseExistingServer: false,

@@ -27,7 +27,11 @@ export default async function QueuePage({ searchParams }: { searchParams: Promis
         <SavedViews page="/queue" />
       </div>
       <Suspense fallback={<SkeletonRows cols={8} label="Loading the queue" />}>
-        <QueueScreen canExport={can(principal, "records.export")} canReconcile={can(principal, "records.reconcile")} />
+        <QueueScreen
+          canExport={can(principal, "records.export")}
+          canReconcile={can(principal, "records.reconcile")}
+          canResolve={can(principal, "records.resolve") || can(principal, "records.reconcile")}
+        />
       </Suspense>
     </>
   );

@@ -5,6 +5,8 @@ export class ApiError extends Error {
   constructor(
     message: string,
     readonly status: number,
+    /** The problem details as received (e.g. a 409's `current` state), when the answer was JSON. */
+    readonly problem: Record<string, unknown> | null = null,
   ) {
     super(message);
     this.name = "ApiError";
@@ -42,7 +44,8 @@ export async function apiFetch<T>(url: string, init: { method?: string; body?: u
   }
   if (!res.ok) {
     const p = (data ?? {}) as { title?: string; detail?: string };
-    throw new ApiError(p.detail ?? p.title ?? `The request failed (HTTP ${res.status}).`, res.status);
+    const problem = data && typeof data === "object" && !Array.isArray(data) ? (data as Record<string, unknown>) : null;
+    throw new ApiError(p.detail ?? p.title ?? `The request failed (HTTP ${res.status}).`, res.status, problem);
   }
   return data as T;
 }

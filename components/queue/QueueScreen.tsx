@@ -4,6 +4,7 @@ import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
+import { BulkCheck } from "./BulkCheck";
 import {
   EmptyState,
   ErrorState,
@@ -75,8 +76,12 @@ type Kind = "all" | "stuck" | "pending" | "reconciliation";
 const KIND_LABEL: Record<QueueItemJson["kind"], string> = { stuck: "stuck", pending: "pending", reconciliation: "reconciliation" };
 const PAGE_SIZE = 50;
 
-/** The stuck & pending queue: tabs per kind, URL filters, age sort, keyset "Load more", row selection for bulk actions. */
-export function QueueScreen({ canExport, canReconcile }: { canExport: boolean; canReconcile: boolean }) {
+/**
+ * The stuck & pending queue: tabs per kind, URL filters, age sort, keyset "Load more", row selection for
+ * the bulk "Check with provider" (typed confirmation, per-record outcomes: BulkCheck), and a "Resolve…"
+ * link on each pending or stuck row to the record page's resolve panel.
+ */
+export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile }: { canExport: boolean; canReconcile: boolean; canResolve?: boolean }) {
   const [f, setFilters] = useUrlFilters(FILTER_KEYS);
   const now = useNow();
   const kind: Kind = (["stuck", "pending", "reconciliation"] as const).find((k) => k === f.kind) ?? "all";
@@ -190,13 +195,14 @@ export function QueueScreen({ canExport, canReconcile }: { canExport: boolean; c
             Clear selection
           </button>
         ) : null}
-        <button type="button" disabled aria-describedby="bulk-check-note" data-testid="bulk-check" data-record-ids={[...selected].join(",")}>
-          Check with provider{selected.size ? ` (${fmtInt(selected.size)})` : ""}
-        </button>
-        <span id="bulk-check-note" className="subtle">
-          Bulk “check with provider” arrives with operator actions (issue 5)
-          {canReconcile ? "" : "; it will need the records.reconcile permission"}. Select rows now to prepare it.
-        </span>
+        <BulkCheck
+          selectedIds={[...selected]}
+          canReconcile={canReconcile}
+          onDone={() => {
+            setSelected(new Set());
+            void query.refetch();
+          }}
+        />
       </div>
 
       <div id="tabpanel" role="tabpanel" aria-labelledby={`tab-${kind}`}>
@@ -292,6 +298,14 @@ export function QueueScreen({ canExport, canReconcile }: { canExport: boolean; c
                       <a href={`/records/${i.id}`} data-testid="record-link">
                         {i.operation}
                       </a>
+                      {canResolve && (i.kind === "pending" || i.kind === "stuck") ? (
+                        <>
+                          {" "}
+                          <a href={`/records/${i.id}#resolve`} className="rs-resolve-link" data-testid="row-resolve" title="Open the record to check it with the provider or resolve it by hand">
+                            Resolve…
+                          </a>
+                        </>
+                      ) : null}
                       <div>
                         <Mono value={i.idempotencyKey} max={28} />
                       </div>

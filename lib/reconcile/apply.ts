@@ -1,0 +1,143 @@
+import { Prisma } from "../generated/prisma/client";
+import type { HeaderPairs, StoredResponse } from "../idempotency/store";
+import type { StuckThresholds } from "../records/config";
+import { recordColumns, type RecordSummary } from "../records/row";
+
+/**
+ * The one guarded transition both "resolve by hand" and reconciliation make on a
+ * record: pending (or processing that is stuck) → completed | failed, in ONE
+ * conditional UPDATE that checks the id, the allowed status, the version the
+ * caller saw (and, for processing, the stuck age), bumps the version, stores the
+ * response later retries replay, and appends the 'reconciled' event in the same
+ * statement. Nothing matched → null: the caller decides between 404 and 409 and
+ * never overwrites. Writers' complete/fail only act on status = 'processing', so
+ * row locks plus these conditions arbitrate a writer racing an operator: whoever
+ * commits first wins; the other's condition no longer holds.
+ */
+
+type Tx = Prisma.TransactionClient;
+
+export type FinalStatus = "completed" | "failed";
+
+/** The record's state the guard compares against (and 409s report). */
+export interface CurrentState {
+  id: string;
+  status: string;
+  version: number;
+  updatedAt: Date;
+}
+
+export interface SettleRecordInput {
+  recordId: bigint;
+  expectedVersion: number;
+  status: FinalStatus;
+  providerReference: string | null;
+  response: StoredResponse;
+  lastError: string | null;
+  /** The 'reconciled' event's detail (e.g. { by: "hand", outcome, actor }). */
+  eventDetail: Record<string, unknown>;
+  now: Date;
+  stuck: StuckThresholds;
+}
+
+export interface SettledRecord {
+  record: RecordSummary;
+  /** The state the record was in (status, provider reference) at expectedVersion. */
+  before: { status: string; version: number; providerReference: string | null };
+}
+
+/** The SQL condition "this record may be resolved now": pending, or processing past its operation's stuck threshold. */
+function resolvableSql(alias: string, now: Date, stuck: StuckThresholds): Prisma.Sql {
+  const a = Prisma.raw(alias);
+  return Prisma.sql`(${a}.status = 'pending' OR (${a}.status = 'processing' AND ${a}.updated_at < ${now}::timestamptz - make_interval(secs =>
+    COALESCE((${JSON.stringify(stuck.byOperation)}::jsonb ->> ${a}.operation)::float8, ${stuck.defaultSeconds}::float8))))`;
+}
+
+export async function settleRecord(tx: Tx, input: SettleRecordInput): Promise<SettledRecord | null> {
+  const { now } = input;
+  const rows = await tx.$queryRaw<(RecordSummary & { beforeStatus: string; beforeReference: string | null })[]>`
+    WITH old AS (
+      SELECT id, status, version, provider_reference FROM idempotency_records WHERE id = ${input.recordId}
+    ), upd AS (
+      UPDATE idempotency_records r SET status = ${input.status}, response_code = ${input.response.code},
+        response_headers = ${JSON.stringify(input.response.headers)}::jsonb, response_body = ${input.response.body},
+        provider_reference = COALESCE(${input.providerReference}, r.provider_reference),
+        last_error = ${input.lastError}, updated_at = ${now}::timestamptz, version = r.version + 1
+      FROM old
+      WHERE r.id = old.id AND r.version = ${input.expectedVersion}::int AND old.version = r.version
+        AND ${resolvableSql("r", now, input.stuck)}
+      RETURNING r.*
+    ), ev AS (
+      INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at, detail)
+      SELECT id, scope, operation, idempotency_key, 'reconciled', payload_hash, response_code, ${now}::timestamptz,
+             ${JSON.stringify(input.eventDetail)}::jsonb FROM upd
+    )
+    SELECT ${Prisma.raw(recordColumns("upd"))}, old.status AS "beforeStatus", old.provider_reference AS "beforeReference"
+      FROM upd JOIN old ON old.id = upd.id`;
+  const row = rows[0];
+  if (!row) return null;
+  const { beforeStatus, beforeReference, ...record } = row;
+  return { record, before: { status: beforeStatus, version: input.expectedVersion, providerReference: beforeReference } };
+}
+
+/** The record's current state (null when it does not exist). */
+export async function currentState(tx: Pick<Tx, "$queryRaw">, recordId: bigint): Promise<CurrentState | null> {
+  const rows = await tx.$queryRaw<{ id: bigint; status: string; version: number; updatedAt: Date }[]>`
+    SELECT id, status, version, updated_at AS "updatedAt" FROM idempotency_records WHERE id = ${recordId}`;
+  const r = rows[0];
+  return r ? { id: r.id.toString(), status: r.status, version: r.version, updatedAt: r.updatedAt } : null;
+}
+
+/** Whether a record in this state may be resolved at `now` (same rule as the SQL guard). */
+export function isResolvable(record: { status: string; operation: string; updatedAt: Date }, now: Date, stuck: StuckThresholds): boolean {
+  if (record.status === "pending") return true;
+  if (record.status !== "processing") return false;
+  const threshold = stuck.byOperation[record.operation] ?? stuck.defaultSeconds;
+  return record.updatedAt.getTime() < now.getTime() - threshold * 1000;
+}
+
+const JSON_HEADERS: HeaderPairs = [["content-type", "application/json"]];
+const PROBLEM_HEADERS: HeaderPairs = [["content-type", "application/problem+json"]];
+
+/**
+ * What a retry of the original request replays once the record is completed by
+ * hand or by reconciliation: the original response was never recorded (the
+ * outcome was uncertain), so a small JSON answer says what is known.
+ */
+export function completedResponse(opts: {
+  providerReference: string;
+  by: "hand" | "reconciliation";
+  at: Date;
+  amountMinor?: bigint | null;
+  currency?: string | null;
+}): StoredResponse {
+  const body = {
+    status: "completed",
+    providerReference: opts.providerReference,
+    ...(opts.amountMinor !== undefined && opts.amountMinor !== null ? { amountMinor: opts.amountMinor.toString(), currency: opts.currency ?? null } : {}),
+    resolution: {
+      by: opts.by,
+      at: opts.at.toISOString(),
+      note:
+        opts.by === "hand"
+          ? "Resolved by hand by an operator: the provider's reference was confirmed; the original response was not recorded."
+          : "Confirmed with the provider by reconciliation; the original response was not recorded.",
+    },
+  };
+  return { code: 200, headers: JSON_HEADERS, body: JSON.stringify(body) };
+}
+
+/** The error response a retry replays once the record is failed by hand or by reconciliation (RFC 9457). */
+export function failedResponse(opts: { reason: string; by: "hand" | "reconciliation"; at: Date }): StoredResponse {
+  const body = {
+    type: "https://idempotency-console.dev/problems/operation-failed",
+    title: "The operation failed",
+    status: 422,
+    detail: opts.reason,
+    resolution: { by: opts.by, at: opts.at.toISOString() },
+  };
+  return { code: 422, headers: PROBLEM_HEADERS, body: JSON.stringify(body) };
+}
+
+/** The reconciliation item states that are still open (the record awaits a decision). */
+export const OPEN_ITEM_STATES = ["open", "checking", "needs_manual"] as const;

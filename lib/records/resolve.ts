@@ -1,0 +1,154 @@
+import { z } from "zod";
+import { reasonSchema } from "../api/schemas";
+import { appendAudit, type RequestMeta } from "../audit";
+import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
+import type { Database } from "../db/client";
+import { NotFoundError, StateConflictError } from "../idempotency/errors";
+import { completedResponse, currentState, failedResponse, settleRecord } from "../reconcile/apply";
+import { readSideConfig, thresholdFor, type StuckThresholds } from "./config";
+import type { RecordSummary } from "./row";
+
+/**
+ * Resolve by hand: an operator decides a pending record (or a processing one that
+ * is stuck past its operation's threshold) as completed — naming the provider's
+ * reference — or failed, with a reason, against the version they saw.
+ *
+ * One transaction: the guarded UPDATE of lib/reconcile/apply.ts (id + allowed
+ * status + version = expectedVersion + stuck age; bumps the version, stores the
+ * response retries replay, appends the 'reconciled' event), then the record's
+ * open reconciliation items are resolved, then the audit entry. Nothing matched →
+ * 404 when the record is gone, else 409 with its current state; the refusal is
+ * audited. Two operators racing: exactly one wins. A writer racing an operator:
+ * the writer's complete/fail needs status = 'processing', so whoever commits
+ * first wins and the other gets a StateConflictError.
+ */
+
+export const RESOLVE_ACTION = "records.resolve";
+
+export const resolveBodySchema = z
+  .object({
+    outcome: z.enum(["completed", "failed"], { error: 'must be "completed" or "failed"' }),
+    providerReference: z.string().trim().min(1, "must not be empty").max(200).optional(),
+    reason: reasonSchema,
+    expectedVersion: z.number({ error: "must be the record's version you saw (a whole number)" }).int().min(0).max(2147483647),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.outcome === "completed" && !b.providerReference) {
+      ctx.addIssue({ code: "custom", path: ["providerReference"], message: "is required when the outcome is completed (the provider's reference of the charge)" });
+    }
+    if (b.outcome === "failed" && b.providerReference) {
+      ctx.addIssue({ code: "custom", path: ["providerReference"], message: "is only given when the outcome is completed" });
+    }
+  });
+
+export type ResolveBody = z.output<typeof resolveBodySchema>;
+
+export interface ResolveResult {
+  record: RecordSummary;
+  outcome: "completed" | "failed";
+  before: { status: string; version: number; providerReference: string | null };
+  /** The reconciliation items this closed. */
+  reconciliationItemsResolved: bigint[];
+  auditId: bigint;
+}
+
+export interface ResolveOptions {
+  now?: Date;
+  stuck?: StuckThresholds;
+}
+
+export async function resolveRecord(
+  db: Pick<Database, "prisma">,
+  actor: Actor,
+  recordId: bigint,
+  input: ResolveBody,
+  request?: RequestMeta,
+  opts: ResolveOptions = {},
+): Promise<ResolveResult> {
+  const target = { table: "idempotency_records", id: recordId };
+  return auditRefusals(
+    db.prisma,
+    actor,
+    { action: RESOLVE_ACTION, target, reason: input.reason, request, detail: { outcome: input.outcome, expectedVersion: input.expectedVersion } },
+    async () => {
+      requirePermission(actor, "records.resolve");
+      const now = opts.now ?? new Date();
+      const stuck = opts.stuck ?? readSideConfig().stuck;
+      const who = auditActor(actor);
+      const result = await db.prisma.$transaction(async (tx) => {
+        const settled = await settleRecord(tx, {
+          recordId,
+          expectedVersion: input.expectedVersion,
+          status: input.outcome,
+          providerReference: input.outcome === "completed" ? input.providerReference! : null,
+          response:
+            input.outcome === "completed"
+              ? completedResponse({ providerReference: input.providerReference!, by: "hand", at: now })
+              : failedResponse({ reason: input.reason, by: "hand", at: now }),
+          lastError: input.outcome === "failed" ? `resolved by hand as failed: ${input.reason}` : null,
+          eventDetail: {
+            by: "hand",
+            outcome: input.outcome,
+            actor: who.label ?? who.type,
+            ...(input.providerReference ? { providerReference: input.providerReference } : {}),
+          },
+          now,
+          stuck,
+        });
+        if (!settled) return null;
+        const resolution = { by: "hand", outcome: input.outcome, providerReference: input.providerReference ?? null, reason: input.reason };
+        const items = await tx.$queryRaw<{ id: bigint }[]>`
+          UPDATE reconciliation_items SET state = ${input.outcome === "completed" ? "resolved_succeeded" : "resolved_failed"},
+            resolution = ${JSON.stringify(resolution)}::jsonb, resolved_by = ${who.label ?? who.type}, resolved_at = ${now}::timestamptz,
+            next_check_at = NULL, updated_at = ${now}::timestamptz
+          WHERE record_id = ${recordId} AND state IN ('open', 'checking', 'needs_manual')
+          RETURNING id`;
+        const itemIds = items.map((i) => i.id).sort((a, b) => (a < b ? -1 : 1));
+        const entry = await appendAudit(tx, {
+          actor: who,
+          action: RESOLVE_ACTION,
+          target,
+          before: settled.before,
+          after: { status: settled.record.status, version: settled.record.version, providerReference: settled.record.providerReference },
+          reason: input.reason,
+          request,
+          outcome: "done",
+          detail: { outcome: input.outcome, expectedVersion: input.expectedVersion, reconciliationItemsResolved: itemIds },
+        });
+        return { ...settled, itemIds, auditId: entry.id };
+      });
+      if (!result) throw await refusal(db, recordId, input.expectedVersion, now, stuck);
+      return {
+        record: result.record,
+        outcome: input.outcome,
+        before: result.before,
+        reconciliationItemsResolved: result.itemIds,
+        auditId: result.auditId,
+      };
+    },
+  );
+}
+
+/** Why the guarded update matched nothing: gone (404), or changed / not resolvable (409 with the current state). */
+async function refusal(db: Pick<Database, "prisma">, recordId: bigint, expectedVersion: number, now: Date, stuck: StuckThresholds): Promise<Error> {
+  const current = await currentState(db.prisma, recordId);
+  if (!current) return new NotFoundError(`idempotency record ${recordId} does not exist`);
+  const state = { status: current.status, version: current.version, updatedAt: current.updatedAt.toISOString() };
+  const when = `${state.updatedAt.slice(0, 19).replace("T", " ")} UTC`;
+  if (current.version !== expectedVersion) {
+    return new StateConflictError(
+      `The record changed since you saw it (version ${expectedVersion}): it is now ${current.status}, version ${current.version}, changed ${when}. Reload it and decide again.`,
+      state,
+    );
+  }
+  if (current.status === "processing") {
+    const op = await db.prisma.idempotencyRecord.findUnique({ where: { id: recordId }, select: { operation: true } });
+    const threshold = thresholdFor(stuck, op?.operation ?? "");
+    return new StateConflictError(
+      `The record is processing but not stuck yet (its operation's threshold is ${threshold} s; it changed ${when}): a worker may still finish it. Wait, or reconcile with the provider.`,
+      state,
+    );
+  }
+  return new StateConflictError(`The record is ${current.status} (version ${current.version}, changed ${when}): only pending or stuck processing records can be resolved by hand.`, state);
+}
