@@ -379,6 +379,8 @@ describe("execution", () => {
     const detail = await json(await call(recordRoute, `/api/v1/records/${r.id}`, viewer.token, {}, { id: r.id }));
     expect(detail.compensations.map((x: { id: string }) => x.id)).toEqual([c.id]);
     expect(detail.compensations[0]).toMatchObject({ state: "requested", amountMinor: "250", claimsAmount: true });
+    // The compensation's steps target the compensation, and show in the record's audit trail too.
+    expect(detail.audit.map((e: { action: string }) => e.action)).toContain("compensations.request");
   });
 });
 

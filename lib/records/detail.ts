@@ -132,8 +132,12 @@ export async function recordDetail(
     sql.query(
       `SELECT id, occurred_at AS "occurredAt", actor_type AS "actorType", actor_id AS "actorId", actor_label AS "actorLabel",
               action, outcome, reason, before, after, detail, request_id AS "requestId"
-         FROM audit_log WHERE target_table = $1 AND target_id = $2 ORDER BY id DESC LIMIT $3`,
-      [AUDIT_TARGET_TABLE, id.toString(), MAX_AUDIT_ENTRIES],
+         FROM audit_log
+        WHERE (target_table = $1 AND target_id = $2)
+           -- A compensation's steps target the compensation; they belong to this record's trail too.
+           OR (target_table = 'compensations' AND target_id IN (SELECT id::text FROM compensations WHERE record_id = $4))
+        ORDER BY id DESC LIMIT $3`,
+      [AUDIT_TARGET_TABLE, id.toString(), MAX_AUDIT_ENTRIES, id],
     ),
     duplicatesOfRecord(sql, record, windowSeconds),
     compensationsOfRecord(sql, id, leaseSeconds()),
