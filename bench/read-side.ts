@@ -18,8 +18,11 @@
  *    - a per-statement breakdown of the overview (EXPLAIN ANALYZE: time, scans, rows read);
  *    - search (lib/records/search.ts) vs hand-written SQL, and the same SQL with index scans
  *      disabled (what the indexes buy);
+ *    - the record-side counts (by status, expired not purged) vs the plain GROUP BY;
  *    - the stuck list (lib/records/queue.ts) vs hand-written SQL, likewise;
- *    - GET /api/metrics (lib/stats/metrics.ts) vs raw counts.
+ *    - GET /api/metrics (lib/stats/metrics.ts) vs raw counts;
+ *    - refreshRollups on fresh traffic (1k/10k/50k new events): the refresher's cost per tick
+ *      (throwaway database only: it adds events).
  * 3. Drops the throwaway database unless --keep.
  *
  * Timings on a shared or small machine are noisy; compare the columns of one run, and read
@@ -34,8 +37,8 @@ import { readSideConfig } from "@/lib/records/config";
 import { stuckAndPending } from "@/lib/records/queue";
 import { searchRecords, type SearchInput } from "@/lib/records/search";
 import { renderMetrics } from "@/lib/stats/metrics";
-import { overviewSql, overviewStats, seriesStep, type OverviewInput } from "@/lib/stats/overview";
-import { countEvents, refreshRollups } from "@/lib/stats/rollups";
+import { expiredByOperationSql, overviewSql, overviewStats, seriesStep, statusCountsSql, type OverviewInput } from "@/lib/stats/overview";
+import { countEvents, eventCountsSql, refreshRollups } from "@/lib/stats/rollups";
 
 interface Args {
   records: number;
@@ -174,7 +177,7 @@ async function overviewBench(db: Database, args: Args) {
     ["last 24 h, scope=tenant:acme", { from: new Date(now.getTime() - D), to: now, scope: "tenant:acme" }],
   ];
   console.log(`\noverview — GET /api/v1/stats/overview's function vs the same numbers by raw SQL (median of ${args.runs})`);
-  console.log("  lib: lib/stats/overview.ts overviewStats (rollups + raw remainder; every record-side number too)");
+  console.log("  lib: lib/stats/overview.ts overviewStats (rollup tiers + raw remainder; every record-side number too)");
   console.log("  raw: events counted straight from idempotency_events + one pass over idempotency_records");
   console.log("  countEvents: lib/stats/rollups.ts countEvents for the same range (what conflicts.ts uses)");
   const rows: string[][] = [];
@@ -211,8 +214,62 @@ async function overviewBench(db: Database, args: Args) {
       out.push([name, ms(e.ms), fmt(e.rowsRead), e.scans.length > 110 ? `${e.scans.slice(0, 107)}…` : e.scans]);
     }
     out.push(["(sum)", ms(total), "", ""]);
+    // The same series from the minute tier alone (what the overview read before the coarse tiers).
+    const minutes = await db.withSession((s) => explain(s, eventCountsSql(input, { stepSeconds: seriesStep(input.from, input.to).seconds, grains: [60] })));
+    out.push(["series, minute tier only", ms(minutes.ms), fmt(minutes.rowsRead), minutes.scans.length > 110 ? `${minutes.scans.slice(0, 107)}…` : minutes.scans]);
     table(["statement", "ms", "rows read", "scans (rows)"], out);
   }
+}
+
+// ---------------------------------------------------------------------------
+// Record-side counts: what the overview reads per refresh (docs/decisions/0006)
+
+async function recordCountsBench(db: Database, args: Args) {
+  const now = new Date();
+  const p = (text: string, values: unknown[] = []) => ({ text, values });
+  const cases: [string, { text: string; values: unknown[] }][] = [
+    ["by status: lib (all − 3 small ranges)", statusCountsSql({})],
+    ["by status: GROUP BY status (whole status index)", p(`SELECT status, count(*) FROM idempotency_records GROUP BY status`)],
+    ["by status, operation=capture_payment: lib", statusCountsSql({ operation: "capture_payment" })],
+    ["by status, operation=capture_payment: GROUP BY", p(`SELECT status, count(*) FROM idempotency_records WHERE operation = 'capture_payment' GROUP BY status`)],
+    ["expired not purged: lib (a range per operation)", expiredByOperationSql({}, now)],
+    ["expired not purged: GROUP BY operation", p(`SELECT operation, count(*) FROM idempotency_records WHERE expires_at < $1 GROUP BY operation`, [now])],
+  ];
+  console.log(`\nrecord-side counts — the overview's exact counts vs the plain GROUP BY (median of ${args.runs}; rows = index entries read)`);
+  const rows: string[][] = [];
+  for (const [label, q] of cases) {
+    const run = await time(args.runs, () => db.sql.query(q.text, q.values));
+    const e = await db.withSession((s) => explain(s, q));
+    rows.push([label, ms(run.ms), fmt(e.rowsRead), e.scans.length > 90 ? `${e.scans.slice(0, 87)}…` : e.scans]);
+  }
+  table(["count", "ms", "rows read", "scans (rows)"], rows);
+}
+
+// ---------------------------------------------------------------------------
+// Steady-state refresh: what the background refresher pays per tick
+
+async function refreshBench(db: Database) {
+  if (process.env.BENCH_DATABASE_URL) {
+    console.log("\nrefreshRollups on live traffic: skipped (it adds events; only on a throwaway database)");
+    return;
+  }
+  console.log("\nrefreshRollups on live traffic — N new events in the last minute, rolled into every tier (minute, 15 min, hour, day)");
+  const rows: string[][] = [];
+  for (const n of [1_000, 10_000, 50_000]) {
+    await db.sql.query(
+      `INSERT INTO idempotency_events (scope, operation, idempotency_key, kind, occurred_at)
+       SELECT 'tenant:' || (ARRAY['acme', 'globex', 'initech', 'umbrella', 'hooli'])[1 + i % 5],
+              (ARRAY['create_order', 'capture_payment', 'accept_webhook', 'issue_invoice', 'refund_payment'])[1 + (i / 5) % 5],
+              'bench-refresh-' || $1::int || '-' || i, (ARRAY['reserved', 'completed', 'replayed', 'conflict'])[1 + i % 4],
+              now() - make_interval(secs => 60 * i::float8 / $1::int)
+         FROM generate_series(1, $1::int) AS i`,
+      [n],
+    );
+    const t = performance.now();
+    const r = await db.withSession((s) => refreshRollups(s));
+    rows.push([fmt(n), fmt(r.eventsCounted), String(r.batches), ms(performance.now() - t)]);
+  }
+  table(["new events", "rolled up", "batches", "ms"], rows);
 }
 
 // ---------------------------------------------------------------------------
@@ -326,26 +383,34 @@ async function main(): Promise<number> {
       console.log("\nthe database already holds records: measuring it as it is");
     }
     let t = performance.now();
-    const rolled = await db.withSession((s) => refreshRollups(s));
+    // Big batches for the initial load: bulk events span the whole history, so each batch
+    // touches every day/hour bucket again (the background refresher's 50,000 suits live traffic).
+    const rolled = await db.withSession((s) => refreshRollups(s, { batchSize: 500_000 }));
     console.log(`refreshRollups: ${fmt(rolled.eventsCounted)} events rolled up in ${((performance.now() - t) / 1000).toFixed(1)} s (${rolled.batches} batches)`);
     t = performance.now();
-    const checkpoint = await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "event_rollups"]);
-    const [size] = await db.sql.query<{ db: string; records: bigint; events: bigint; rollups: bigint }>(
+    const checkpoint = await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "event_rollups", "event_rollup_tiers"]);
+    const [size] = await db.sql.query<{ db: string; records: bigint; events: bigint }>(
       `SELECT pg_size_pretty(pg_database_size(current_database())) AS db,
               (SELECT count(*) FROM idempotency_records)::bigint AS records,
-              (SELECT count(*) FROM idempotency_events)::bigint AS events,
-              (SELECT count(*) FROM event_rollups)::bigint AS rollups`,
+              (SELECT count(*) FROM idempotency_events)::bigint AS events`,
+    );
+    const tiers = await db.sql.query<{ grain: number; rows: bigint }>(
+      `SELECT 60 AS grain, count(*)::bigint AS rows FROM event_rollups
+       UNION ALL SELECT grain_seconds, count(*)::bigint FROM event_rollup_tiers GROUP BY 1 ORDER BY 1`,
     );
     console.log(`VACUUM (ANALYZE) + ${checkpoint}: ${((performance.now() - t) / 1000).toFixed(1)} s; database ${size.db}`);
-    console.log(
-      `rows: ${fmt(Number(size.records))} records, ${fmt(Number(size.events))} events, ${fmt(Number(size.rollups))} rollup rows ` +
-        `(${(Number(size.events) / Math.max(1, Number(size.rollups))).toFixed(1)} events per rollup row: minute × operation × scope × kind)`,
-    );
+    console.log(`rows: ${fmt(Number(size.records))} records, ${fmt(Number(size.events))} events; rollup rows per tier (operation × scope × kind per bucket):`);
+    for (const r of tiers) {
+      const name = { 60: "minute", 900: "15 minutes", 3600: "hour", 86400: "day" }[r.grain] ?? `${r.grain} s`;
+      console.log(`  ${name.padEnd(10)} ${fmt(Number(r.rows)).padStart(11)} rows, ${(Number(size.events) / Math.max(1, Number(r.rows))).toFixed(1)} events per row`);
+    }
 
     await overviewBench(db, args);
+    await recordCountsBench(db, args);
     await searchBench(db, args);
     await queueBench(db, args);
     await metricsBench(db, args);
+    await refreshBench(db);
   });
 }
 

@@ -153,7 +153,7 @@ function RangeLine({ data, now }: { data: OverviewJson; now: number }) {
         </>
       ) : null}
       {" · "}
-      <span title="Event counts are exact: per-minute rollups plus the raw events not rolled up yet.">
+      <span title="Event counts are exact: day, hour, 15-minute and minute rollups plus the raw events they do not cover (partial minutes, events not rolled up yet).">
         rollups {r.lagEvents === 0 ? "up to date" : `${fmtInt(r.lagEvents)} events behind (counted raw)`}
         {r.refreshedAt ? (
           <>

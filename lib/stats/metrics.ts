@@ -11,12 +11,14 @@ import {
   ROLLUP_STATE_SQL,
   thresholdOf,
 } from "./overview";
+import { eventCountsSql } from "./rollups";
 
 /**
  * Prometheus exposition (GET /api/metrics), cheap enough to scrape every 15–60 s:
  * only the small index ranges the overview uses for live state — processing/pending
  * from (status, updated_at), open reconciliation items from (state, next_check_at) —
- * plus the event rollups. Deliberately NOT exported: records by status (an exact count
+ * plus the event rollups (the day tier: a few rows per operation × scope × kind and day).
+ * Deliberately NOT exported: records by status (an exact count
  * of the big completed/failed populations reads the whole index; see the overview).
  * Expired-not-purged reads the expires_at range below now, which grows with the purge
  * backlog (it is what an operator wants alerted on, so it stays; bench/read-side.ts).
@@ -43,15 +45,8 @@ export interface MetricsOptions {
   snapshot?: boolean;
 }
 
-/** All-time event totals per operation and kind: every rollup row, plus what they do not cover yet. */
-export const ALL_TIME_TOTALS_SQL = `SELECT operation, kind, sum(n)::bigint AS n FROM (
-    SELECT r.operation, r.kind, r.count AS n FROM event_rollups r
-    UNION ALL
-    SELECT e.operation, e.kind, 1::bigint FROM idempotency_events e
-     WHERE e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
-    UNION ALL
-    SELECT e.operation, e.kind, 1::bigint FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
-  ) x GROUP BY 1, 2`;
+/** All-time event totals per operation and kind: the day tier of the rollups, plus what they do not cover yet. */
+export const allTimeTotalsSql = () => eventCountsSql({});
 
 export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions = {}): Promise<{ text: string; contentType: string }> {
   const now = opts.now ?? new Date();
@@ -59,12 +54,13 @@ export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions =
   const active = activeByOperationSql({}, thresholds, now);
   const expired = expiredByOperationSql({}, now);
   const open = openReconciliationSql({});
+  const allTime = allTimeTotalsSql();
   const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
     operations: await session.query<{ operation: string }>(KNOWN_OPERATIONS_SQL),
     active: await session.query<{ operation: string; stuck: bigint; pending: bigint; oldestPending: Date | null }>(active.text, active.values),
     expired: await session.query<{ operation: string; n: bigint }>(expired.text, expired.values),
     open: await session.query<{ n: bigint }>(open.text, open.values),
-    totals: await session.query<{ operation: string; kind: string; n: bigint }>(ALL_TIME_TOTALS_SQL),
+    totals: await session.query<{ operation: string; kind: string; n: bigint }>(allTime.text, allTime.values),
     rollup: await session.query<{ watermark: bigint; refreshedAt: Date | null; lag: bigint; gaps: bigint }>(ROLLUP_STATE_SQL),
   }));
 

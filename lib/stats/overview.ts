@@ -6,17 +6,20 @@ import { isoTime, optional, resolveRange } from "../records/params";
 import { paramList } from "../records/row";
 import { REQUEST_KINDS } from "./conflicts";
 import { expirySql } from "./expiry";
+import { eventCountsSql } from "./rollups";
 import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
 
 /**
  * The overview: every number on the console's first screen, for a time range and
  * optional operation/scope filters (which apply to every number).
  *
- * Record side (live state, exact, from indexes):
- * - records by status: one GROUP BY status. Exact means reading every matching index
- *   entry: without filters an index-only scan of (status, updated_at) — it grows with the
- *   table (bench/read-side.ts measures it); with a scope, the (scope, created_at, id) index;
- *   an operation alone has no leading index on records (heap scan);
+ * Record side (live state, exact, from indexes; no counters are maintained on the writers'
+ * tables — docs/decisions/0006-record-side-counts.md):
+ * - records by status: processing, pending and failed are ranges of (status, updated_at);
+ *   completed = all − those three (status is CHECK-constrained to the four), where "all" is
+ *   an index-only count of the narrowest index that fits the filters (the primary key
+ *   without filters). That count grows with the table: it is the one number here that
+ *   reads a whole index (bench/read-side.ts measures it);
  * - processing/pending by operation (stuck = processing and unchanged for longer than its
  *   operation's STUCK_THRESHOLDS, oldest pending, pending age distribution): the two small
  *   ranges of (status, updated_at);
@@ -25,16 +28,16 @@ import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
  *   the Expiry page and this one agree by construction; the 7-day forecast: the same
  *   buckets (24 h from asOf) over a 7-day range only (expiry.ts's daily histogram reads 30
  *   days; test/overview.test.ts checks both agree);
- * - expired but not purged: expires_at < now (a range that grows with the backlog).
+ * - expired but not purged: per operation, the range expires_at < now of (operation,
+ *   expires_at), the operations found by a loose index scan — it reads the purge backlog,
+ *   not the whole index (with a scope filter: a plain GROUP BY, see expiredByOperationSql).
  *
- * Event side (requests, replays, conflicts, rates, the charts): per-minute rollups for the
- * whole minutes of the range, plus the raw events the rollups do not cover yet (above the
- * watermark, or gaps), plus the raw events of the partial minutes at both edges — the
- * scheme of lib/stats/rollups.ts countEvents, in ONE statement grouped per chart bucket, so
- * the totals are the sums of the series, exact and from one snapshot. The minute bounds
- * are computed here and passed as constants, so the edge branch is two narrow ranges of
- * the occurred_at index (countEvents derives them in a CTE, which the planner cannot use
- * as index bounds: it reads every raw event of the range there — see bench/read-side.ts).
+ * Event side (requests, replays, conflicts, rates, the charts): lib/stats/rollups.ts
+ * eventCountsSql — the query builder countEvents and /api/metrics use too — per chart
+ * bucket: the coarsest rollup tier whose grain divides the chart step (day, hour,
+ * 15 minutes) for the whole buckets, finer tiers for the partial ones at the edges, raw
+ * events for the partial minutes and for what is not rolled up yet; ONE statement grouped
+ * per chart bucket, so the totals are the sums of the series, exact and from one snapshot.
  * Requests = reserved + replayed + conflict + in_progress events (REQUEST_KINDS, the
  * definition lib/stats/conflicts.ts uses); replay rate = replayed ÷ requests, conflict
  * rate = conflict ÷ requests (null without requests).
@@ -45,7 +48,6 @@ import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
  * this read-only transaction.
  */
 
-const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 export const MAX_RANGE_MS = 400 * DAY_MS;
@@ -204,53 +206,6 @@ export function thresholdOf(t: StuckThresholds, operation: string): number {
 }
 
 const floorTo = (ms: number, step: number) => Math.floor(ms / step) * step;
-const ceilTo = (ms: number, step: number) => Math.ceil(ms / step) * step;
-
-/**
- * Exact event counts per (bucket, operation, kind) in [from, to): rollups for the whole
- * minutes, raw events for what they do not cover yet and for the partial edge minutes.
- * One statement: rollups, watermark and gaps are read in one snapshot.
- * (Exported for the bench's EXPLAIN and the tests.)
- */
-export function eventSeriesSql(input: OverviewInput, stepSeconds: number): { text: string; values: unknown[] } {
-  const fromMs = input.from.getTime();
-  const toMs = input.to.getTime();
-  const lo = ceilTo(fromMs, MINUTE_MS);
-  const hi = floorTo(toMs, MINUTE_MS);
-  const p = paramList();
-  const from = p.add(input.from);
-  const to = p.add(input.to);
-  const loP = p.add(new Date(lo));
-  const hiP = p.add(new Date(hi));
-  // The partial minutes: [from, min(lo, to)) and [max(hi, lo), to) — constants, so each
-  // is a range of the occurred_at index.
-  const edgeA = p.add(new Date(Math.min(lo, toMs)));
-  const edgeB = p.add(new Date(Math.max(hi, lo)));
-  const step = p.add(stepSeconds);
-  const fr = recordFilters(p, input, "r");
-  const fe = recordFilters(p, input, "e");
-  return {
-    text: `WITH src AS (
-        SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollups r
-         WHERE r.bucket >= ${loP}::timestamptz AND r.bucket < ${hiP}::timestamptz${fr}
-        UNION ALL
-        SELECT e.occurred_at, e.operation, e.kind, 1::bigint FROM idempotency_events e
-         WHERE e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
-           AND e.occurred_at >= ${loP}::timestamptz AND e.occurred_at < ${hiP}::timestamptz${fe}
-        UNION ALL
-        SELECT e.occurred_at, e.operation, e.kind, 1::bigint FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
-         WHERE e.occurred_at >= ${loP}::timestamptz AND e.occurred_at < ${hiP}::timestamptz${fe}
-        UNION ALL
-        SELECT e.occurred_at, e.operation, e.kind, 1::bigint FROM idempotency_events e
-         WHERE ((e.occurred_at >= ${from}::timestamptz AND e.occurred_at < ${edgeA}::timestamptz)
-             OR (e.occurred_at >= ${edgeB}::timestamptz AND e.occurred_at < ${to}::timestamptz))${fe}
-      )
-      SELECT date_bin(make_interval(secs => ${step}::float8), t, timestamptz '1970-01-01 00:00:00+00') AS b,
-             operation, kind, sum(n)::bigint AS n
-        FROM src GROUP BY 1, 2, 3`,
-    values: p.values,
-  };
-}
 
 /** The processing and pending records by operation (two small ranges of (status, updated_at)). */
 export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date) {
@@ -272,13 +227,38 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
   };
 }
 
-/** Expired (expires_at < now) and still there, by operation. */
+/**
+ * Expired (expires_at < now) and still there, by operation (operations with none left
+ * out). Without a scope: one index-only range of (operation, expires_at) per operation —
+ * the operations found by a loose index scan of the same index (one probe each) — so it
+ * reads the expired entries only (the purge backlog), not the whole index. With a scope
+ * (no index has it next to expires_at, the rows must be read anyway): a plain GROUP BY,
+ * the planner's choice (bench/read-side.ts compares both).
+ */
 export function expiredByOperationSql(f: { operation?: string; scope?: string }, now: Date) {
   const p = paramList();
   const nowP = p.add(now);
+  if (f.scope) {
+    return {
+      text: `SELECT r.operation, count(*)::bigint AS n FROM idempotency_records r
+              WHERE r.expires_at < ${nowP}::timestamptz${recordFilters(p, f)} GROUP BY r.operation`,
+      values: p.values,
+    };
+  }
+  const ops = f.operation
+    ? `SELECT ${p.add(f.operation)}::text AS operation`
+    : `WITH RECURSIVE o AS (
+         SELECT min(operation) AS operation FROM idempotency_records
+         UNION ALL
+         SELECT (SELECT min(r.operation) FROM idempotency_records r WHERE r.operation > o.operation) FROM o WHERE o.operation IS NOT NULL
+       ) SELECT operation FROM o WHERE operation IS NOT NULL`;
   return {
-    text: `SELECT r.operation, count(*)::bigint AS n FROM idempotency_records r
-            WHERE r.expires_at < ${nowP}::timestamptz${recordFilters(p, f)} GROUP BY r.operation`,
+    text: `SELECT o.operation, c.n FROM (${ops}) o
+             CROSS JOIN LATERAL (
+               SELECT count(*)::bigint AS n FROM idempotency_records r
+                WHERE r.operation = o.operation AND r.expires_at < ${nowP}::timestamptz
+             ) c
+            WHERE c.n > 0`,
     values: p.values,
   };
 }
@@ -296,24 +276,36 @@ export function forecastSql(f: { operation?: string; scope?: string }, now: Date
   };
 }
 
-/** Open reconciliation items (open, checking, needs_manual); filtered through their record. */
+/**
+ * Open reconciliation items (open, checking, needs_manual); filtered through their record:
+ * one primary-key probe per open item (OFFSET 0 keeps the planner from turning it into a
+ * join that reads every record of the scope), so it reads O(open items) whatever the filter.
+ */
 export function openReconciliationSql(f: { operation?: string; scope?: string }) {
   const p = paramList();
   const states = p.add([...OPEN_RECONCILIATION_STATES]);
   const filters = recordFilters(p, f);
   return {
     text: filters
-      ? `SELECT count(*)::bigint AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+      ? `SELECT count(*)::bigint AS n FROM reconciliation_items i
+          CROSS JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE r.id = i.record_id OFFSET 0) r
           WHERE i.state = ANY (${states}::text[])${filters}`
       : `SELECT count(*)::bigint AS n FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])`,
     values: p.values,
   };
 }
 
+/**
+ * Records by status, exact, in one statement: the three small statuses are ranges of
+ * (status, updated_at); completed = all − the others (see the top of this file).
+ */
 export function statusCountsSql(f: { operation?: string; scope?: string }) {
   const p = paramList();
+  const fr = recordFilters(p, f);
+  const count = (cond: string) => `(SELECT count(*) FROM idempotency_records r WHERE ${cond}${fr})::bigint`;
   return {
-    text: `SELECT r.status, count(*)::bigint AS n FROM idempotency_records r WHERE TRUE${recordFilters(p, f)} GROUP BY r.status`,
+    text: `SELECT ${count("TRUE")} AS total, ${count("r.status = 'processing'")} AS processing,
+                  ${count("r.status = 'pending'")} AS pending, ${count("r.status = 'failed'")} AS failed`,
     values: p.values,
   };
 }
@@ -424,7 +416,7 @@ export function overviewSql(input: OverviewInput, now: Date, thresholds: StuckTh
     expiring: ex.hours,
     forecast: forecastSql(f, now),
     expired: expiredByOperationSql(f, now),
-    series: eventSeriesSql(input, seriesStep(input.from, input.to).seconds),
+    series: eventCountsSql(input, { stepSeconds: seriesStep(input.from, input.to).seconds }),
     rollup: plain(ROLLUP_STATE_SQL),
     operations: plain(KNOWN_OPERATIONS_SQL),
     scopes: plain(KNOWN_SCOPES_SQL),
@@ -445,7 +437,7 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   const sql = overviewSql(input, now, thresholds);
 
   const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
-    status: await q<{ status: string; n: bigint }>(session, sql.status),
+    status: await q<{ total: bigint; processing: bigint; pending: bigint; failed: bigint }>(session, sql.status),
     active: await q<{ operation: string; processing: bigint; stuck: bigint; oldestStuck: Date | null; pending: bigint; oldestPending: Date | null }>(
       session,
       sql.active,
@@ -461,8 +453,13 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
     scopes: await q<{ scope: string }>(session, sql.scopes),
   }));
 
-  const byStatus = Object.fromEntries(RECORD_STATUSES.map((s) => [s, 0])) as Record<RecordStatus, number>;
-  for (const r of data.status) byStatus[r.status as RecordStatus] = Number(r.n);
+  const [st] = data.status;
+  const byStatus: Record<RecordStatus, number> = {
+    processing: Number(st.processing),
+    pending: Number(st.pending),
+    completed: Number(st.total - st.processing - st.pending - st.failed),
+    failed: Number(st.failed),
+  };
 
   // Per operation: processing/pending/stuck and expired, merged.
   const ops = new Map<string, OperationState>();
