@@ -32,7 +32,7 @@ import { availableParallelism } from "node:os";
 import type { Database } from "@/lib/db/client";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { bulkGenerate } from "@/lib/demo/bulk";
-import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase } from "./common";
+import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase, withDeferredIndexes } from "./common";
 import { readSideConfig } from "@/lib/records/config";
 import { stuckAndPending } from "@/lib/records/queue";
 import { searchRecords, type SearchInput } from "@/lib/records/search";
@@ -46,20 +46,23 @@ interface Args {
   fillConcurrency: number;
   runs: number;
   seed: number;
+  /** Event ids per refreshRollups transaction for the initial roll-up. */
+  rollupBatch: number;
   keep: boolean;
 }
 
 const USAGE =
-  "usage: npm run bench:read -- [--records N (default 10000000)] [--events-per-record N (3)] [--fill-concurrency N] [--runs N (3)] [--seed N] [--keep]";
+  "usage: npm run bench:read -- [--records N (default 10000000)] [--events-per-record N (3)] [--fill-concurrency N] [--runs N (3)] [--seed N] [--rollup-batch N (500000)] [--keep]";
 
 function parseArgs(argv: string[]): Args {
-  const defaults: Args = { records: 10_000_000, eventsPerRecord: 3, fillConcurrency: Math.min(4, availableParallelism()), runs: 3, seed: 1, keep: false };
+  const defaults: Args = { records: 10_000_000, eventsPerRecord: 3, fillConcurrency: Math.min(4, availableParallelism()), runs: 3, seed: 1, rollupBatch: 500_000, keep: false };
   const numeric: Record<string, keyof Args> = {
     "--records": "records",
     "--events-per-record": "eventsPerRecord",
     "--fill-concurrency": "fillConcurrency",
     "--runs": "runs",
     "--seed": "seed",
+    "--rollup-batch": "rollupBatch",
   };
   return parseBenchArgs(argv, defaults, numeric, USAGE, ["seed"]);
 }
@@ -369,7 +372,10 @@ async function main(): Promise<number> {
     const [{ n: existing }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM (SELECT 1 FROM idempotency_records LIMIT 1) x`);
     if (existing === 0n) {
       console.log(`\nloading ${fmt(args.records)} records × ${args.eventsPerRecord} events (lib/demo/bulk.ts, ${args.fillConcurrency} batches at a time)…`);
-      const fill = await bulkGenerate(db.sql, {
+      // Secondary indexes are built once after the load (what a 10M-row restore does too).
+      let fill!: Awaited<ReturnType<typeof bulkGenerate>>;
+      await withDeferredIndexes(db, ["idempotency_records", "idempotency_events"], async () => {
+        fill = await bulkGenerate(db.sql, {
         records: args.records,
         eventsPerRecord: args.eventsPerRecord,
         seed: args.seed,
@@ -378,6 +384,7 @@ async function main(): Promise<number> {
           if (p.batch % 10 === 0 || p.batch === p.batches) console.log(`  batch ${p.batch}/${p.batches}: ${fmt(p.records)} records, ${fmt(p.events)} events, ${(p.elapsedMs / 1000).toFixed(1)} s`);
         },
       });
+      });
       console.log(`loaded ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`);
     } else {
       console.log("\nthe database already holds records: measuring it as it is");
@@ -385,7 +392,7 @@ async function main(): Promise<number> {
     let t = performance.now();
     // Big batches for the initial load: bulk events span the whole history, so each batch
     // touches every day/hour bucket again (the background refresher's 50,000 suits live traffic).
-    const rolled = await db.withSession((s) => refreshRollups(s, { batchSize: 500_000 }));
+    const rolled = await db.withSession((s) => refreshRollups(s, { batchSize: args.rollupBatch }));
     console.log(`refreshRollups: ${fmt(rolled.eventsCounted)} events rolled up in ${((performance.now() - t) / 1000).toFixed(1)} s (${rolled.batches} batches)`);
     t = performance.now();
     const checkpoint = await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "event_rollups", "event_rollup_tiers"]);
