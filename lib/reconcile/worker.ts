@@ -1,4 +1,5 @@
 import type { Database } from "../db/client";
+import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
 import { reconcileConfigFromEnv, type ReconcileConfig } from "./config";
 import { claimDueItems, RECONCILER_ACTOR, reconcileClaimedItem, type ClaimedItem, type ReconcileAction, type ReconcileOptions } from "./core";
 
@@ -23,7 +24,6 @@ import { claimDueItems, RECONCILER_ACTOR, reconcileClaimedItem, type ClaimedItem
 
 /** Distinct from the migration (72707369), rollup (72707370/1, 72707380) and audit chain locks. */
 export const RECONCILER_LOCK_ID = 72707390;
-const ERROR_LOG_EVERY_MS = 5 * 60_000;
 /** Items per tick at most, so one tick never runs for ever while new items keep coming due. */
 const MAX_BATCHES_PER_TICK = 20;
 
@@ -81,15 +81,7 @@ export async function runReconcilerOnce(database: Database, opts: ReconcilerRunO
 
   let result: TickSummary;
   if (database.mode === "postgres" && opts.lock !== false) {
-    result = await database.withSession(async (s) => {
-      const [{ ok }] = await s.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [RECONCILER_LOCK_ID]);
-      if (!ok) return { status: "locked", items: 0, actions: {}, errors: 0, ms: 0 } as TickSummary;
-      try {
-        return await work();
-      } finally {
-        await s.query(`SELECT pg_advisory_unlock($1)`, [RECONCILER_LOCK_ID]).catch(() => {});
-      }
-    });
+    result = (await database.withSession((s) => withTryAdvisoryLock(s, RECONCILER_LOCK_ID, work))) ?? idle("locked");
   } else {
     result = await work();
   }
@@ -97,98 +89,25 @@ export async function runReconcilerOnce(database: Database, opts: ReconcilerRunO
   return result;
 }
 
-export interface Reconciler {
-  readonly intervalSeconds: number;
-  /** One tick now; never throws. */
-  runOnce(): Promise<TickSummary>;
-  /** Stops the timer and waits for a running tick. */
-  stop(): Promise<void>;
-}
+export type Reconciler = PeriodicTask<TickSummary>;
+
+const idle = (status: TickSummary["status"], error?: unknown): TickSummary => ({ status, items: 0, actions: {}, errors: status === "failed" ? 1 : 0, ms: 0, error });
 
 export function createReconciler(getDb: () => Promise<Database>, opts: ReconcilerRunOptions & { intervalSeconds?: number } = {}): Reconciler {
   const config = opts.config ?? reconcileConfigFromEnv();
-  const intervalSeconds = opts.intervalSeconds ?? config.intervalSeconds;
-  const log = opts.log ?? console;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let running: Promise<TickSummary> | null = null;
-  let stopped = false;
-  let failingSince: number | null = null;
-  let failures = 0;
-  let lastErrorLog = 0;
-
-  function report(s: TickSummary) {
-    const now = Date.now();
-    if (s.status === "failed") {
-      failures++;
-      failingSince ??= now;
-      if (now - lastErrorLog >= ERROR_LOG_EVERY_MS) {
-        lastErrorLog = now;
-        const msg = s.error instanceof Error ? s.error.message : String(s.error);
-        log.warn(`reconciler: tick failed (${failures} time${failures > 1 ? "s" : ""} since ${new Date(failingSince).toISOString()}): ${msg}; retrying every ${intervalSeconds || "—"} s`);
-      }
-      return;
-    }
-    if (failingSince !== null) {
-      log.log(`reconciler: works again after ${failures} failure${failures > 1 ? "s" : ""}`);
-      failingSince = null;
-      failures = 0;
-      lastErrorLog = 0;
-    }
-    if (s.status === "worked") {
+  return createPeriodicTask<TickSummary>({
+    name: "reconciler",
+    intervalSeconds: opts.intervalSeconds ?? config.intervalSeconds,
+    work: async () => runReconcilerOnce(await getDb(), { ...opts, config }),
+    failed: (error) => idle("failed", error),
+    skipped: (status) => idle(status),
+    log: opts.log,
+    describe(s) {
+      if (s.status !== "worked") return null;
       const parts = Object.entries(s.actions).map(([k, n]) => `${n} ${k}`);
-      log.log(`reconciler: ${s.items} item${s.items === 1 ? "" : "s"} checked in ${s.ms} ms (${parts.join(", ") || "none"}${s.errors ? `, ${s.errors} errors` : ""})`);
-    }
-  }
-
-  function runOnce(): Promise<TickSummary> {
-    if (stopped) return Promise.resolve({ status: "stopped", items: 0, actions: {}, errors: 0, ms: 0 });
-    if (running) return Promise.resolve({ status: "busy", items: 0, actions: {}, errors: 0, ms: 0 });
-    running = getDb()
-      .then((database) => runReconcilerOnce(database, { ...opts, config }))
-      .catch((error: unknown): TickSummary => ({ status: "failed", items: 0, actions: {}, errors: 1, ms: 0, error }))
-      .then((s) => {
-        try {
-          report(s);
-        } catch {
-          // logging must not break the loop
-        }
-        return s;
-      })
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
-  function schedule(delayMs: number) {
-    if (stopped || !intervalSeconds) return;
-    timer = setTimeout(() => {
-      timer = null;
-      void runOnce().then(() => schedule(intervalSeconds * 1000));
-    }, delayMs);
-    timer.unref?.();
-  }
-
-  const onExit = () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-  };
-  if (intervalSeconds) {
-    process.once("exit", onExit);
-    schedule(intervalSeconds * 1000);
-  }
-
-  return {
-    intervalSeconds,
-    runOnce,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      timer = null;
-      process.removeListener("exit", onExit);
-      await running;
+      return `${s.items} item${s.items === 1 ? "" : "s"} checked in ${s.ms} ms (${parts.join(", ") || "none"}${s.errors ? `, ${s.errors} errors` : ""})`;
     },
-  };
+  });
 }
 
 type Holder = { reconciler?: Reconciler };

@@ -1,4 +1,5 @@
 import type { Database } from "../db/client";
+import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
 import { refreshRollups, type RefreshResult } from "./rollups";
 
 /**
@@ -26,7 +27,6 @@ import { refreshRollups, type RefreshResult } from "./rollups";
 /** Distinct from refreshRollups' transaction lock (72707371) and the migration lock (72707369). */
 export const REFRESHER_LOCK_ID = 72707380;
 export const DEFAULT_REFRESH_SECONDS = 15;
-const ERROR_LOG_EVERY_MS = 5 * 60_000;
 
 export type TickOutcome =
   | { status: "refreshed"; result: RefreshResult; ms: number }
@@ -45,13 +45,7 @@ export interface RefresherOptions {
   log?: Pick<Console, "log" | "warn">;
 }
 
-export interface RollupRefresher {
-  readonly intervalSeconds: number;
-  /** One tick now; never throws. */
-  runOnce(): Promise<TickOutcome>;
-  /** Stops the timer and waits for a running tick. */
-  stop(): Promise<void>;
-}
+export type RollupRefresher = PeriodicTask<TickOutcome>;
 
 /** ROLLUP_REFRESH_SECONDS: whole seconds ≥ 0 (0 = off); anything else → the default, with a warning. */
 export function refreshSecondsFromEnv(env: Record<string, string | undefined> = process.env, log: Pick<Console, "warn"> = console): number {
@@ -62,18 +56,9 @@ export function refreshSecondsFromEnv(env: Record<string, string | undefined> = 
   return DEFAULT_REFRESH_SECONDS;
 }
 
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
 export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
-  const intervalSeconds = opts.intervalSeconds ?? DEFAULT_REFRESH_SECONDS;
-  const log = opts.log ?? console;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let running: Promise<TickOutcome> | null = null;
-  let stopped = false;
-  let failingSince: number | null = null;
-  let lastErrorLog = 0;
-  let failures = 0;
   let firstRun = true;
+  const intervalSeconds = opts.intervalSeconds ?? DEFAULT_REFRESH_SECONDS;
 
   async function work(): Promise<TickOutcome> {
     const database = await opts.database();
@@ -83,90 +68,31 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
                 OR EXISTS (SELECT 1 FROM rollup_gaps) AS due`,
       );
       if (!due) return { status: "idle" } as const;
-      const [{ ok }] = await s.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [REFRESHER_LOCK_ID]);
-      if (!ok) return { status: "locked" } as const;
-      try {
+      const outcome = await withTryAdvisoryLock(s, REFRESHER_LOCK_ID, async () => {
         const t = performance.now();
         const result = await refreshRollups(s, { batchSize: opts.batchSize });
         return { status: "refreshed", result, ms: Math.round(performance.now() - t) } as const;
-      } finally {
-        await s.query(`SELECT pg_advisory_unlock($1)`, [REFRESHER_LOCK_ID]).catch(() => {});
-      }
+      });
+      return outcome ?? ({ status: "locked" } as const);
     });
   }
 
-  function report(outcome: TickOutcome) {
-    const now = Date.now();
-    if (outcome.status === "failed") {
-      failures++;
-      failingSince ??= now;
-      if (now - lastErrorLog >= ERROR_LOG_EVERY_MS) {
-        lastErrorLog = now;
-        log.warn(`rollups: refresh failed (${failures} time${failures > 1 ? "s" : ""} since ${new Date(failingSince).toISOString()}): ${message(outcome.error)}; retrying every ${intervalSeconds || "—"} s`);
-      }
-      return;
-    }
-    if (failingSince !== null) {
-      log.log(`rollups: refresh works again after ${failures} failure${failures > 1 ? "s" : ""}`);
-      failingSince = null;
-      failures = 0;
-      lastErrorLog = 0;
-    }
-    if (outcome.status === "refreshed" && (firstRun || outcome.result.eventsCounted >= 100_000)) {
-      const r = outcome.result;
-      log.log(`rollups: ${r.eventsCounted} events rolled up in ${outcome.ms} ms (watermark ${r.watermark}, ${r.gapsOpen} gaps open)${intervalSeconds ? `; refreshing every ${intervalSeconds} s` : ""}`);
-    }
-    if (outcome.status !== "busy") firstRun = false;
-  }
-
-  function runOnce(): Promise<TickOutcome> {
-    if (stopped) return Promise.resolve({ status: "stopped" });
-    if (running) return Promise.resolve({ status: "busy" });
-    running = work()
-      .catch((error: unknown): TickOutcome => ({ status: "failed", error }))
-      .then((outcome) => {
-        try {
-          report(outcome);
-        } catch {
-          // logging must not break the loop
-        }
-        return outcome;
-      })
-      .finally(() => {
-        running = null;
-      });
-    return running;
-  }
-
-  function schedule(delayMs: number) {
-    if (stopped || !intervalSeconds) return;
-    timer = setTimeout(() => {
-      timer = null;
-      void runOnce().then(() => schedule(intervalSeconds * 1000));
-    }, delayMs);
-    timer.unref?.();
-  }
-
-  const onExit = () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-  };
-  if (intervalSeconds) {
-    process.once("exit", onExit);
-    schedule(0);
-  }
-
-  return {
+  return createPeriodicTask<TickOutcome>({
+    name: "rollups",
     intervalSeconds,
-    runOnce,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      timer = null;
-      process.removeListener("exit", onExit);
-      await running;
+    firstDelayMs: 0,
+    work,
+    failed: (error) => ({ status: "failed", error }),
+    skipped: (status) => ({ status }),
+    log: opts.log,
+    describe(outcome) {
+      const first = firstRun;
+      if (outcome.status !== "busy") firstRun = false;
+      if (outcome.status !== "refreshed" || !(first || outcome.result.eventsCounted >= 100_000)) return null;
+      const r = outcome.result;
+      return `${r.eventsCounted} events rolled up in ${outcome.ms} ms (watermark ${r.watermark}, ${r.gapsOpen} gaps open)${intervalSeconds ? `; refreshing every ${intervalSeconds} s` : ""}`;
     },
-  };
+  });
 }
 
 type Holder = { refresher?: RollupRefresher };
