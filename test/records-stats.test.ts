@@ -138,6 +138,9 @@ describe("expiry", () => {
     );
     await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = $1`, [expiredDone[0].id]);
     await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES ($1, 'mockpay', 'open')`, [expiredDone[1].id]);
+    // Purge candidates follow the retention policies (lib/retention/eligibility.ts): every record 0 days
+    // past expiry by default, capture_payment 2 days; pending outbox messages protect a record too.
+    await db.sql.query(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days) VALUES (NULL, 0, 30), ('capture_payment', 2, 30)`);
 
     for (const filter of [{}, { operation: "capture_payment" }, { scope: "tenant:acme" }]) {
       const s = await expiryStats(db.sql, { now, ...filter });
@@ -165,7 +168,10 @@ describe("expiry", () => {
         `SELECT operation, status, count(*)::bigint AS n, sum(CASE WHEN legal_hold THEN 1 ELSE 0 END)::bigint AS held,
                 sum(CASE WHEN id IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) THEN 1 ELSE 0 END)::bigint AS open,
                 sum(CASE WHEN status IN ('completed', 'failed') AND NOT legal_hold
-                          AND id NOT IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) THEN 1 ELSE 0 END)::bigint AS purgeable,
+                          AND id NOT IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual'))
+                          AND id NOT IN (SELECT record_id FROM outbox_messages WHERE status = 'pending' AND record_id IS NOT NULL)
+                          AND expires_at < $1::timestamptz - CASE WHEN operation = 'capture_payment' THEN interval '48 hours' ELSE interval '0' END
+                     THEN 1 ELSE 0 END)::bigint AS purgeable,
                 min(expires_at) AS oldest
            FROM idempotency_records WHERE expires_at < $1 AND ($2::text IS NULL OR operation = $2) AND ($3::text IS NULL OR scope = $3)
           GROUP BY 1, 2 ORDER BY 1, 2`,

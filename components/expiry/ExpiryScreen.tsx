@@ -237,10 +237,11 @@ export function ExpiryScreen() {
               What a retention purge would remove <span className="rs-badge">read-only preview</span>
             </h2>
             <p className="subtle">
-              A purge removes only expired <code>completed</code> and <code>failed</code> records without a legal hold and without an
-              open reconciliation item; it never touches <code>processing</code> or <code>pending</code> ones. Nothing is removed from
-              this page: purges (dry run first, then batched) arrive with operator actions, and per-operation retention policies with
-              them. As of {fmtAbsolute(data.asOf)}:
+              Under the current retention policies, a purge removes <code>completed</code> and <code>failed</code> records past their
+              policy&apos;s window (days after <code>expires_at</code>) without a legal hold on the record or its scope, an open
+              reconciliation item, a compensation in progress or an unsent outbox message; it never touches <code>processing</code> or{" "}
+              <code>pending</code> ones, and with no policy it removes nothing. Nothing is removed from this page: policies, the dry
+              run and purge runs are on <a href="/retention">Retention</a>. As of {fmtAbsolute(data.asOf)}:
             </p>
             {byOperation.length === 0 ? (
               <EmptyState title="Nothing to purge." />

@@ -29,6 +29,11 @@ export async function prepareDatabase(db: Database, log: (line: string) => void 
         `${summary.scenarios.pending} pending, ${summary.scenarios.stuckProcessing} stuck, ` +
         `${summary.scenarios.doubleSubmitPairs} planted double charges (${summary.elapsedMs} ms)`,
     );
+    // A default retention policy, so the demo's retention screen has something to purge.
+    const { DEMO_DEFAULT_POLICY, seedDefaultPolicy } = await import("../retention/policies");
+    if (await seedDefaultPolicy(db.prisma)) {
+      log(`embedded database: default retention policy — records ${DEMO_DEFAULT_POLICY.keepRecordsDays} days after expiry, events ${DEMO_DEFAULT_POLICY.keepEventsDays} days`);
+    }
   }
   // Imported here: lib/auth/users imports the API layer, which imports lib/db.
   const { demoCredentialsPath, seedDemoUsers } = await import("../auth/demo-users");

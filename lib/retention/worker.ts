@@ -1,6 +1,402 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { Prisma } from "../generated/prisma/client";
+import type { AuditActor } from "../audit";
 import type { Database } from "../db/client";
+import { purgeLeaseSeconds, purgePollSeconds } from "./config";
+import { eventEligibleSql, Params, recordEligibleSql } from "./eligibility";
+import { LEGAL_HOLD_LOCK_ID } from "./legal-holds";
+import type { PolicyRule } from "./rules";
+import { finishRun, runView, type PurgeRunView } from "./runs";
 
-/** Purge-run worker: resumes runs left by a crashed process (stub until the retention work lands). */
-export function startPurgeWorker(_getDb: () => Promise<Database>): { stop(): Promise<void> } | null {
-  return null;
+/**
+ * The purge worker: works a purge run in batches of SHORT transactions.
+ *
+ * Each batch is one transaction that
+ *   1. takes the legal-hold lock in shared mode (setting a hold takes it exclusively,
+ *      so a hold committed before the batch is seen by it, and one set meanwhile waits
+ *      for the batch to commit — see legal-holds.ts);
+ *   2. locks the run row and checks it is still this worker's (a worker whose lease ran
+ *      out and was taken over stops here) and not being cancelled (→ cancelled, audited);
+ *   3. records phase: SELECT … FOR UPDATE the next `batch_size` eligible records with
+ *      id in (record_watermark, record_watermark + window], in id order, then — in a
+ *      second statement, so with a snapshot taken after the locks — DELETE those of them
+ *      still eligible (THE condition of eligibility.ts, re-checked: a compensation, an
+ *      outbox message or a reconciliation item committed meanwhile protects the row;
+ *      one not yet committed has to wait for our row lock, then finds the row gone);
+ *      events phase: the same over idempotency_events (append-only: one statement);
+ *   4. in the same transaction advances the watermark (to the last candidate when the
+ *      batch was full, else to the end of the window), adds the deleted counts, counts
+ *      the batch, beats the heart and renews the lease.
+ * So a process killed at any point loses at most the batch in flight, which rolls back
+ * entirely: whoever resumes starts exactly after the last committed batch — nothing is
+ * deleted twice, nothing skipped. When the watermark passes the highest id (of the
+ * records phase; of the events phase: also the rollup watermark, see eligibility.ts) the
+ * phase ends; after the events phase the run is completed and audited (purges.finish)
+ * in the same transaction, with the row's final counts.
+ *
+ * Between batches that deleted something the worker pauses pause_ms (writers get the
+ * table); a window with nothing to delete moves on at once. The lease lasts
+ * PURGE_LEASE_SECONDS + pause_ms from every batch: a run whose worker died is taken over
+ * by the next poll of any server (PURGE_POLL_SECONDS) or by `npm run purge -- --resume`.
+ * A failing batch is retried with back-off (5 times in a row), then the run fails.
+ */
+
+/** Ids scanned per batch at most (a window with few eligible rows is still a short transaction). */
+export function windowFor(batchSize: number): bigint {
+  return BigInt(Math.min(Math.max(batchSize * 10, 50_000), 1_000_000));
+}
+export const MAX_CONSECUTIVE_FAILURES = 5;
+const TX_OPTIONS = { timeout: 120_000, maxWait: 60_000 };
+
+export interface WorkOptions {
+  workerId: string;
+  leaseSeconds?: number;
+  log?: Pick<Console, "log" | "warn">;
+  /** Checked between batches: true → leave the run (its lease expires; another process resumes it). */
+  shouldStop?: () => boolean;
+  /** Interruptible pause (the runner wakes it on cancel/stop). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Called after every committed batch. */
+  onBatch?: (run: PurgeRunView) => void;
+}
+
+export type WorkOutcome = { outcome: "finished" | "lost" | "stopped" | "gone"; run: PurgeRunView | null };
+
+const plainSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 2000);
+const workerActor = (workerId: string): AuditActor => ({ type: "system", label: `purge worker ${workerId}` });
+
+type Step =
+  | { kind: "continue"; deleted: number; run: PurgeRunView }
+  | { kind: "finished"; run: PurgeRunView }
+  | { kind: "lost"; run: PurgeRunView }
+  | { kind: "gone"; run: PurgeRunView | null };
+
+async function maxId(db: Database, table: "records" | "events"): Promise<bigint> {
+  const rows =
+    table === "records"
+      ? await db.prisma.$queryRaw<{ m: bigint | null }[]>`SELECT max(id) AS m FROM idempotency_records`
+      : await db.prisma.$queryRaw<{ m: bigint | null }[]>`
+          SELECT LEAST(COALESCE((SELECT max(id) FROM idempotency_events), 0),
+                       COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)) AS m`;
+  return rows[0]?.m === null || rows[0]?.m === undefined ? 0n : BigInt(rows[0].m);
+}
+
+/** The records batch's candidate SELECT … FOR UPDATE (exported for EXPLAIN in tests and the bench). */
+export function recordCandidatesSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): { text: string; values: unknown[] } {
+  const p = new Params();
+  const from = p.bigint(lo);
+  const upTo = p.bigint(hi);
+  return {
+    text: `SELECT r.id FROM idempotency_records r
+            WHERE r.id > ${from} AND r.id <= ${upTo} AND ${recordEligibleSql(rules, asOf, p, "r")}
+            ORDER BY r.id LIMIT ${Math.floor(batchSize)} FOR UPDATE OF r`,
+    values: p.values,
+  };
+}
+
+/** The events batch's DELETE (append-only rows: what the subquery selects is what is deleted, in one snapshot). */
+export function eventDeleteSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): { text: string; values: unknown[] } {
+  const p = new Params();
+  const from = p.bigint(lo);
+  const upTo = p.bigint(hi);
+  return {
+    text: `DELETE FROM idempotency_events x WHERE x.id IN (
+             SELECT e.id FROM idempotency_events e
+              WHERE e.id > ${from} AND e.id <= ${upTo} AND ${eventEligibleSql(rules, asOf, p, "e")}
+              ORDER BY e.id LIMIT ${Math.floor(batchSize)})
+           RETURNING x.id`,
+    values: p.values,
+  };
+}
+
+async function recordsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
+  const rules = run.policies as PolicyRule[];
+  const q = recordCandidatesSql(rules, run.asOf, run.recordWatermark, hi, run.batchSize);
+  const locked = await tx.$queryRawUnsafe<{ id: bigint }[]>(q.text, ...q.values);
+  if (locked.length === 0) return { candidates: [], deleted: 0 };
+  const ids = locked.map((x) => BigInt(x.id));
+  // A second statement, so its snapshot is taken after the row locks: THE condition again.
+  const d = new Params();
+  const list = `${d.add(`{${ids.join(",")}}`)}::bigint[]`;
+  const deleted = await tx.$queryRawUnsafe<{ id: bigint }[]>(
+    `DELETE FROM idempotency_records r WHERE r.id = ANY (${list}) AND ${recordEligibleSql(rules, run.asOf, d, "r")} RETURNING r.id`,
+    ...d.values,
+  );
+  return { candidates: ids, deleted: deleted.length };
+}
+
+async function eventsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
+  const q = eventDeleteSql(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.batchSize);
+  const deleted = await tx.$queryRawUnsafe<{ id: bigint }[]>(q.text, ...q.values);
+  const ids = deleted.map((x) => BigInt(x.id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return { candidates: ids, deleted: ids.length };
+}
+
+/** One batch transaction (see the module comment). `bounds` are the highest ids this loop works up to. */
+async function step(db: Database, runId: bigint, opts: Required<Pick<WorkOptions, "workerId" | "leaseSeconds">>, bounds: { records?: bigint; events?: bigint }): Promise<Step> {
+  // The bounds are read outside the transaction (cheap, and a later resume only widens them).
+  const current = await db.prisma.purgeRun.findUnique({ where: { id: runId }, select: { phase: true } });
+  if (current?.phase === "records" && bounds.records === undefined) bounds.records = await maxId(db, "records");
+  if (current?.phase === "events" && bounds.events === undefined) bounds.events = await maxId(db, "events");
+
+  return db.prisma.$transaction(async (tx): Promise<Step> => {
+    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '5s'`);
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(${LEGAL_HOLD_LOCK_ID}::bigint)`;
+    const locked = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM purge_runs WHERE id = ${runId} FOR UPDATE`;
+    if (locked.length === 0) return { kind: "gone", run: null };
+    const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } }));
+    if (!run.active) return { kind: "gone", run };
+    if (run.worker !== opts.workerId) return { kind: "lost", run };
+    const actor = workerActor(opts.workerId);
+    if (run.state === "cancelling") return { kind: "finished", run: await finishRun(tx, runId, "cancelled", { actor }) };
+
+    const lease = opts.leaseSeconds + run.pauseMs / 1000;
+    if (run.phase === "records") {
+      const bound = bounds.records ?? 0n;
+      if (run.recordWatermark >= bound) {
+        await tx.$executeRaw`UPDATE purge_runs SET phase = 'events', heartbeat_at = now(), lease_until = now() + make_interval(secs => ${lease}) WHERE id = ${runId}`;
+        return { kind: "continue", deleted: 0, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
+      }
+      const hi = run.recordWatermark + windowFor(run.batchSize) < bound ? run.recordWatermark + windowFor(run.batchSize) : bound;
+      const b = await recordsBatch(tx, run, hi);
+      const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
+      await tx.$executeRaw`
+        UPDATE purge_runs SET record_watermark = ${watermark}, records_deleted = records_deleted + ${b.deleted}, batches = batches + 1,
+               heartbeat_at = now(), lease_until = now() + make_interval(secs => ${lease}), last_error = NULL
+         WHERE id = ${runId}`;
+      return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
+    }
+    if (run.phase === "events") {
+      const bound = bounds.events ?? 0n;
+      if (run.eventWatermark >= bound) return { kind: "finished", run: await finishRun(tx, runId, "completed", { actor }) };
+      const hi = run.eventWatermark + windowFor(run.batchSize) < bound ? run.eventWatermark + windowFor(run.batchSize) : bound;
+      const b = await eventsBatch(tx, run, hi);
+      const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
+      await tx.$executeRaw`
+        UPDATE purge_runs SET event_watermark = ${watermark}, events_deleted = events_deleted + ${b.deleted}, batches = batches + 1,
+               heartbeat_at = now(), lease_until = now() + make_interval(secs => ${lease}), last_error = NULL
+         WHERE id = ${runId}`;
+      return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
+    }
+    return { kind: "finished", run: await finishRun(tx, runId, "completed", { actor }) };
+  }, TX_OPTIONS);
+}
+
+/**
+ * Works run `runId` (already claimed by `opts.workerId`) until it finishes, is lost
+ * to another worker, disappears, or `shouldStop` says so.
+ */
+export async function workRun(db: Database, runId: bigint, opts: WorkOptions): Promise<WorkOutcome> {
+  const log = opts.log ?? console;
+  const leaseSeconds = opts.leaseSeconds ?? purgeLeaseSeconds();
+  const sleep = opts.sleep ?? plainSleep;
+  const bounds: { records?: bigint; events?: bigint } = {};
+  let failures = 0;
+  for (;;) {
+    if (opts.shouldStop?.()) return { outcome: "stopped", run: null };
+    let s: Step;
+    try {
+      s = await step(db, runId, { workerId: opts.workerId, leaseSeconds }, bounds);
+      failures = 0;
+    } catch (err) {
+      failures++;
+      log.warn(`purge: run ${runId}: batch failed (${failures}/${MAX_CONSECUTIVE_FAILURES}): ${errorText(err)}`);
+      await db.prisma.$executeRaw`UPDATE purge_runs SET last_error = ${errorText(err)} WHERE id = ${runId} AND worker = ${opts.workerId}`.catch(() => {});
+      if (failures >= MAX_CONSECUTIVE_FAILURES) {
+        try {
+          const run = await db.prisma.$transaction(async (tx) => {
+            const rows = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM purge_runs WHERE id = ${runId} AND worker = ${opts.workerId} AND state IN ('running', 'cancelling') FOR UPDATE`;
+            return rows.length ? finishRun(tx, runId, "failed", { actor: workerActor(opts.workerId), lastError: errorText(err) }) : null;
+          });
+          log.warn(`purge: run ${runId} failed after ${failures} failed batches in a row`);
+          return { outcome: "finished", run };
+        } catch (finalErr) {
+          log.warn(`purge: run ${runId}: could not mark it failed (${errorText(finalErr)}); its lease will expire and another worker resumes it`);
+          return { outcome: "stopped", run: null };
+        }
+      }
+      await sleep(Math.min(1000 * 2 ** (failures - 1), 15_000));
+      continue;
+    }
+    if (s.kind === "lost") {
+      log.warn(`purge: run ${runId} is now worked by ${s.run?.worker ?? "another worker"}; ${opts.workerId} stops`);
+      return { outcome: "lost", run: s.run };
+    }
+    if (s.kind === "gone") return { outcome: "gone", run: s.run };
+    if (s.kind === "finished") {
+      const r = s.run;
+      log.log(`purge: run ${runId} ${r.state}: ${r.recordsDeleted} records and ${r.eventsDeleted} events deleted in ${r.batches} batches`);
+      return { outcome: "finished", run: r };
+    }
+    opts.onBatch?.(s.run);
+    // Writers get the table between batches that deleted something; empty windows move on.
+    await (s.deleted > 0 && s.run.pauseMs > 0 ? sleep(s.run.pauseMs) : plainSleep(0));
+  }
+}
+
+/**
+ * Takes over the oldest active run nobody works any more (no worker, or its lease
+ * has passed) — or `runId` when given — for `workerId`. Returns its id, or null.
+ */
+export async function claimRun(db: Database, workerId: string, opts: { leaseSeconds?: number; runId?: bigint; log?: Pick<Console, "log"> } = {}): Promise<bigint | null> {
+  const leaseSeconds = opts.leaseSeconds ?? purgeLeaseSeconds();
+  return db.prisma.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<{ id: bigint; worker: string | null; leaseUntil: Date | null }[]>`
+      SELECT id, worker, lease_until AS "leaseUntil" FROM purge_runs
+       WHERE state IN ('queued', 'running', 'cancelling')
+         AND (worker IS NULL OR lease_until IS NULL OR lease_until < now() OR worker = ${workerId})
+         AND (${opts.runId ?? null}::bigint IS NULL OR id = ${opts.runId ?? null}::bigint)
+       ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`;
+    if (rows.length === 0) return null;
+    const r = rows[0];
+    await tx.$executeRaw`
+      UPDATE purge_runs SET worker = ${workerId}, lease_until = now() + make_interval(secs => ${leaseSeconds} + pause_ms / 1000.0),
+             heartbeat_at = now(), state = CASE WHEN state = 'queued' THEN 'running' ELSE state END,
+             started_at = COALESCE(started_at, now())
+       WHERE id = ${r.id}`;
+    if (r.worker && r.worker !== workerId) {
+      (opts.log ?? console).log(`purge: ${workerId} takes over run ${r.id} from ${r.worker} (lease expired ${r.leaseUntil?.toISOString() ?? "—"})`);
+    }
+    return BigInt(r.id);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// The process's runner: background work for runs started here, and the poller.
+
+interface Runner {
+  workerId: string;
+  active: Map<string, Promise<WorkOutcome>>;
+  wakers: Map<string, () => void>;
+  stopping: boolean;
+  timer: ReturnType<typeof setTimeout> | null;
+  polling: boolean;
+}
+
+const holder = ((globalThis as { __idempotencyConsolePurge?: { runner?: Runner } }).__idempotencyConsolePurge ??= {});
+
+function runner(): Runner {
+  holder.runner ??= {
+    workerId: `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`,
+    active: new Map(),
+    wakers: new Map(),
+    stopping: false,
+    timer: null,
+    polling: false,
+  };
+  return holder.runner;
+}
+
+/** This process's worker id (the `worker` column of the runs it works). */
+export function processWorkerId(): string {
+  return runner().workerId;
+}
+
+function interruptibleSleep(key: string): (ms: number) => Promise<void> {
+  const r = runner();
+  return (ms) =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        r.wakers.delete(key);
+        resolve();
+      }
+      r.wakers.set(key, done);
+    });
+}
+
+/**
+ * Works a run claimed by this process in the background (the API's start, the
+ * poller's takeover). Never throws; errors are logged.
+ */
+export function workInBackground(db: Database, runId: bigint, opts: Pick<WorkOptions, "log" | "leaseSeconds"> = {}): Promise<WorkOutcome> {
+  const r = runner();
+  const key = String(runId);
+  const existing = r.active.get(key);
+  if (existing) return existing;
+  const log = opts.log ?? console;
+  const work = workRun(db, runId, {
+    workerId: r.workerId,
+    leaseSeconds: opts.leaseSeconds,
+    log,
+    shouldStop: () => r.stopping,
+    sleep: interruptibleSleep(key),
+  })
+    .catch((err): WorkOutcome => {
+      log.warn(`purge: run ${runId}: worker stopped on an error: ${errorText(err)}`);
+      return { outcome: "stopped", run: null };
+    })
+    .finally(() => r.active.delete(key));
+  r.active.set(key, work);
+  return work;
+}
+
+/** Ends the pause of a run worked here (a cancel was requested), so it reacts at once. */
+export function wakePurge(runId: bigint): void {
+  runner().wakers.get(String(runId))?.();
+}
+
+/** Waits for every run worked in this process to stop (tests). */
+export async function waitForPurgeWork(): Promise<void> {
+  while (runner().active.size) await Promise.all([...runner().active.values()]);
+}
+
+/** Stops the poller and the runs worked here after their batch in flight (their leases then expire). */
+export async function stopPurgeWork(): Promise<void> {
+  const r = runner();
+  r.stopping = true;
+  if (r.timer) clearTimeout(r.timer);
+  r.timer = null;
+  for (const wake of [...r.wakers.values()]) wake();
+  await Promise.all([...r.active.values()]);
+  r.stopping = false;
+}
+
+/** One poll: takes over a run whose worker's lease expired and works it in the background. */
+export async function pollOnce(db: Database, opts: Pick<WorkOptions, "log" | "leaseSeconds"> = {}): Promise<bigint | null> {
+  const r = runner();
+  if (r.active.size || r.stopping) return null;
+  const id = await claimRun(db, r.workerId, { leaseSeconds: opts.leaseSeconds, log: opts.log });
+  if (id !== null) void workInBackground(db, id, opts);
+  return id;
+}
+
+/**
+ * The server's purge worker (instrumentation.ts): every PURGE_POLL_SECONDS (default
+ * 5; 0 = off) it resumes a run whose worker's lease expired. Runs started through this
+ * server's API are worked at once without waiting for a poll. Never throws.
+ */
+export function startPurgeWorker(getDb: () => Promise<Database>, opts: { log?: Pick<Console, "log" | "warn">; pollSeconds?: number } = {}): { stop(): Promise<void> } | null {
+  const r = runner();
+  const pollSeconds = opts.pollSeconds ?? purgePollSeconds();
+  const log = opts.log ?? console;
+  if (!pollSeconds) {
+    log.log("purge: no polling for abandoned runs (PURGE_POLL_SECONDS=0)");
+    return null;
+  }
+  if (r.polling) return { stop: stopPurgeWork };
+  r.polling = true;
+  let lastError = 0;
+  const tick = async () => {
+    try {
+      await pollOnce(await getDb(), { log });
+    } catch (err) {
+      if (Date.now() - lastError > 300_000) log.warn(`purge: poll failed: ${errorText(err)}`);
+      lastError = Date.now();
+    }
+    if (r.stopping || !r.polling) return;
+    r.timer = setTimeout(() => void tick(), pollSeconds * 1000);
+    r.timer.unref?.();
+  };
+  r.timer = setTimeout(() => void tick(), pollSeconds * 1000);
+  r.timer.unref?.();
+  return {
+    async stop() {
+      r.polling = false;
+      await stopPurgeWork();
+    },
+  };
 }

@@ -3,6 +3,8 @@ import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { optional } from "../records/params";
 import { paramList } from "../records/row";
+import { recordEligibleSql } from "../retention/eligibility";
+import { loadRules, type PolicyRule } from "../retention/rules";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired
@@ -11,8 +13,10 @@ import { paramList } from "../records/row";
  *   ([asOf + i·step, asOf + (i+1)·step)), so the hourly buckets add up to "expiring in
  *   the next 24 h" exactly;
  * - expired but not purged, by operation and status, with how many a retention purge
- *   could remove (completed/failed, no legal hold, no open reconciliation item — the
- *   purge rules of DESIGN.md; read-only here) and the oldest expiry.
+ *   would remove as of now under the current policies (THE eligibility condition of
+ *   lib/retention/eligibility.ts: past the policy's window, completed/failed, no legal
+ *   hold on the record or its scope, no open reconciliation item, no compensation in
+ *   progress, no unsent outbox message; read-only here) and the oldest expiry.
  * Index use: expires_at (a range per question).
  */
 
@@ -42,7 +46,7 @@ export interface ExpiredGroup {
   legalHold: number;
   /** With an open reconciliation item. */
   openReconciliation: number;
-  /** What a retention purge may remove: completed/failed, no legal hold, no open reconciliation. */
+  /** What a retention purge would remove now under the current policies (lib/retention/eligibility.ts). */
   purgeable: number;
   oldestExpiresAt: Date;
 }
@@ -66,7 +70,7 @@ function histogram(rows: { i: number; n: bigint }[], now: Date, stepMs: number, 
 }
 
 /** The three queries (exported for the EXPLAIN test). */
-export function expirySql(q: ExpiryQuery & { now: Date }) {
+export function expirySql(q: ExpiryQuery & { now: Date; rules?: readonly PolicyRule[] }) {
   const base = () => {
     const p = paramList();
     const now = p.add(q.now);
@@ -89,11 +93,12 @@ export function expirySql(q: ExpiryQuery & { now: Date }) {
   const expired = (() => {
     const { p, now, and } = base();
     const states = p.add(OPEN_STATES);
+    const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
     return {
       text: `SELECT r.operation, r.status, count(*)::bigint AS n,
                     count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
                     count(*) FILTER (WHERE x.open)::bigint AS open,
-                    count(*) FILTER (WHERE r.status IN ('completed', 'failed') AND NOT r.legal_hold AND NOT x.open)::bigint AS purgeable,
+                    count(*) FILTER (WHERE ${eligible})::bigint AS purgeable,
                     min(r.expires_at) AS oldest
                FROM idempotency_records r
                CROSS JOIN LATERAL (
@@ -109,7 +114,7 @@ export function expirySql(q: ExpiryQuery & { now: Date }) {
 
 export async function expiryStats(sql: SqlExecutor, q: ExpiryQuery & { now?: Date } = {}): Promise<ExpiryStats> {
   const now = q.now ?? new Date();
-  const qs = expirySql({ ...q, now });
+  const qs = expirySql({ ...q, now, rules: await loadRules(sql) });
   const [hours, days, expired] = await Promise.all([
     sql.query<{ i: number; n: bigint }>(qs.hours.text, qs.hours.values),
     sql.query<{ i: number; n: bigint }>(qs.days.text, qs.days.values),

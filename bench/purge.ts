@@ -1,0 +1,280 @@
+/**
+ * Retention purge benchmark against a real Postgres server (a benchmark, not a timed test).
+ *
+ *   DATABASE_URL=postgresql://… npm run bench:purge -- [--records 200000] [--events-per-record 3] [--days 60]
+ *       [--batch-size 1000] [--pause-ms 20] [--writers 4] [--baseline-seconds 10] [--fill-concurrency N] [--seed 1] [--keep]
+ *
+ * 1. A throwaway database `ic_bench_<timestamp>` (or BENCH_DATABASE_URL as is), filled with
+ *    lib/demo/bulk.ts (records spread over --days days, 3 events each), events rolled up,
+ *    VACUUM (ANALYZE) + CHECKPOINT; policies: default — records 7 days after expiry, events
+ *    30 days; capture_payment — 14 and 30 days.
+ * 2. EXPLAIN of the purge's batch statements at that size (which indexes they use).
+ * 3. A writer — `--writers` lanes of begin + complete through the protocol library
+ *    (IdempotencyStore, new keys) — measured three times: alone, during a raw single
+ *    `DELETE … WHERE <eligibility>` of records then events (one transaction, rolled back
+ *    so the data stays), and during the purge (lib/retention: batches of --batch-size in
+ *    short transactions, --pause-ms between them). Latency p50/p95/p99 side by side.
+ * 4. Purge throughput (rows/s) next to the raw DELETE's, for the same as_of and policies
+ *    (so the same rows: the counts are compared).
+ */
+import { availableParallelism } from "node:os";
+import { randomUUID } from "node:crypto";
+import type { Database } from "@/lib/db/client";
+import { bulkGenerate } from "@/lib/demo/bulk";
+import { IdempotencyStore } from "@/lib/idempotency";
+import { countEligible, readerOf } from "@/lib/retention/dry-run";
+import { eventEligibleSql, Params, recordEligibleSql } from "@/lib/retention/eligibility";
+import { loadRules, type PolicyRule } from "@/lib/retention/rules";
+import { startPurge } from "@/lib/retention/runs";
+import { eventDeleteSql, recordCandidatesSql, windowFor, workRun } from "@/lib/retention/worker";
+import { refreshRollups } from "@/lib/stats/rollups";
+import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase } from "./common";
+
+interface Args {
+  records: number;
+  eventsPerRecord: number;
+  days: number;
+  batchSize: number;
+  pauseMs: number;
+  writers: number;
+  baselineSeconds: number;
+  fillConcurrency: number;
+  seed: number;
+  keep: boolean;
+}
+
+const USAGE =
+  "usage: npm run bench:purge -- [--records N (200000)] [--events-per-record N (3)] [--days N (60)] [--batch-size N (1000)] [--pause-ms N (20)]\n" +
+  "       [--writers N (4)] [--baseline-seconds N (10)] [--fill-concurrency N] [--seed N] [--keep]";
+
+function parseArgs(argv: string[]): Args {
+  const defaults: Args = {
+    records: 200_000,
+    eventsPerRecord: 3,
+    days: 60,
+    batchSize: 1000,
+    pauseMs: 20,
+    writers: 4,
+    baselineSeconds: 10,
+    fillConcurrency: Math.min(4, availableParallelism()),
+    seed: 1,
+    keep: false,
+  };
+  const numeric: Record<string, keyof Args> = {
+    "--records": "records",
+    "--events-per-record": "eventsPerRecord",
+    "--days": "days",
+    "--batch-size": "batchSize",
+    "--pause-ms": "pauseMs",
+    "--writers": "writers",
+    "--baseline-seconds": "baselineSeconds",
+    "--fill-concurrency": "fillConcurrency",
+    "--seed": "seed",
+  };
+  return parseBenchArgs(argv, defaults, numeric, USAGE, ["pauseMs", "seed"]);
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
+interface WriterStats {
+  ops: number;
+  seconds: number;
+  latencies: number[];
+  errors: number;
+}
+
+/** `lanes` concurrent begin + complete loops until `until` resolves. */
+async function writer(db: Database, lanes: number, label: string, until: Promise<unknown>): Promise<WriterStats> {
+  const store = new IdempotencyStore(db.prisma);
+  const latencies: number[] = [];
+  let errors = 0;
+  let stop = false;
+  void until.finally(() => (stop = true));
+  const started = performance.now();
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (!stop) {
+        const i = n++;
+        const t = performance.now();
+        try {
+          const b = await store.begin({
+            scope: `tenant:bench${i % 5}`,
+            operation: "capture_payment",
+            key: `purge-bench-${label}-${i}-${randomUUID()}`,
+            payload: { order_id: `ord_${i}`, amount_minor: 1000 + (i % 5000), currency: "EUR" },
+            ttlSeconds: 86400,
+            provider: "mockpay",
+            amountMinor: 1000 + (i % 5000),
+            currency: "EUR",
+          });
+          if (b.outcome !== "owner") throw new Error(`expected to own the key, got ${b.outcome}`);
+          await store.complete(b.record.id, { code: 201, headers: [["content-type", "application/json"]], body: `{"id":"pay_${i}"}` });
+          latencies.push(performance.now() - t);
+        } catch (err) {
+          errors++;
+          if (errors <= 3) console.warn(`  writer error: ${err instanceof Error ? err.message : err}`);
+        }
+      }
+    }),
+  );
+  return { ops: latencies.length, seconds: (performance.now() - started) / 1000, latencies, errors };
+}
+
+function table(header: string[], rows: string[][]) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const r of rows) console.log(line(r));
+}
+
+/** The scan nodes of a statement's plan (EXPLAIN, not executed). */
+async function planOf(db: Database, text: string, values: unknown[]): Promise<string> {
+  const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+  const scans: string[] = [];
+  const walk = (n: PlanNode) => {
+    if (n["Node Type"].includes("Scan")) scans.push(`${n["Node Type"]}${n["Index Name"] ? ` ${n["Index Name"]}` : n["Relation Name"] ? ` ${n["Relation Name"]}` : ""}`);
+    n.Plans?.forEach(walk);
+  };
+  walk(row["QUERY PLAN"][0].Plan);
+  return [...new Set(scans)].join("; ");
+}
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+
+async function explainBatches(db: Database, rules: PolicyRule[], asOf: Date, batchSize: number) {
+  console.log(`\nEXPLAIN of the purge's statements at this size (scan nodes):`);
+  const rec = recordCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
+  console.log(`  records batch (SELECT … FOR UPDATE): ${await planOf(db, rec.text, rec.values)}`);
+  const ev = eventDeleteSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
+  // EXPLAIN without ANALYZE does not execute the DELETE.
+  console.log(`  events batch (DELETE): ${await planOf(db, ev.text, ev.values)}`);
+  for (const rule of rules) {
+    const c = new Params();
+    const q = `SELECT count(*) FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, c, "r", rule)}`;
+    console.log(`  dry-run count, policy ${rule.operation ?? "(default)"}: ${await planOf(db, q, c.values)}`);
+  }
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  return withBenchDatabase("bench:purge", { keep: args.keep, poolSize: args.writers + args.fillConcurrency + 6 }, async (db) => {
+    console.log(`\nfilling ${fmt(args.records)} records × ${args.eventsPerRecord} events over ${args.days} days…`);
+    const fill = await bulkGenerate(db.sql, { records: args.records, eventsPerRecord: args.eventsPerRecord, days: args.days, seed: args.seed, concurrency: args.fillConcurrency });
+    console.log(`filled ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`);
+    await db.withSession((s) => refreshRollups(s));
+    await db.sql.query(
+      `INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, updated_by_label) VALUES (NULL, 7, 30, 'bench'), ('capture_payment', 14, 30, 'bench')`,
+    );
+    console.log(`  ${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items"])} after VACUUM (ANALYZE)`);
+
+    const rules = await loadRules(db.sql);
+    const asOf = new Date();
+    const eligible = await countEligible(readerOf(db.sql), rules, asOf);
+    console.log(`policies: default records 7 d after expiry / events 30 d; capture_payment 14 d / 30 d → eligible as of now: ${fmt(eligible.records)} records, ${fmt(eligible.events)} events`);
+    await explainBatches(db, rules, asOf, args.batchSize);
+
+    // 1. The writer alone.
+    console.log(`\nwriter alone for ${args.baselineSeconds} s (${args.writers} lanes of begin + complete)…`);
+    const baseline = await writer(db, args.writers, "base", new Promise((r) => setTimeout(r, args.baselineSeconds * 1000)));
+
+    // 2. A raw single DELETE of everything eligible (records, then events) in one transaction, rolled back.
+    console.log(`raw single DELETE … WHERE <eligibility> (records, then events; one transaction, rolled back) with the writer running…`);
+    let raw = { records: 0, events: 0, recordsMs: 0, eventsMs: 0 };
+    const rawDone = db.withSession(async (s) => {
+      await s.exec("BEGIN");
+      try {
+        const rp = new Params();
+        let t = performance.now();
+        const r = await s.query<{ n: bigint }>(`WITH d AS (DELETE FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp, "r")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`, rp.values);
+        const recordsMs = performance.now() - t;
+        const ep = new Params();
+        t = performance.now();
+        const e = await s.query<{ n: bigint }>(`WITH d AS (DELETE FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep, "e")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`, ep.values);
+        raw = { records: Number(r[0].n), events: Number(e[0].n), recordsMs, eventsMs: performance.now() - t };
+      } finally {
+        await s.exec("ROLLBACK");
+      }
+    });
+    const duringRaw = await writer(db, args.writers, "raw", rawDone);
+    await rawDone;
+    console.log(`  ${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "outbox_messages"])} after VACUUM (ANALYZE)`);
+
+    // 3. The purge, with the writer running.
+    console.log(`purge (batches of ${fmt(args.batchSize)}, ${args.pauseMs} ms pause) with the writer running…`);
+    const run = await startPurge(
+      db.prisma,
+      { type: "system", label: "bench:purge" },
+      { reason: "bench", confirm: String(raw.records), asOf, batchSize: args.batchSize, pauseMs: args.pauseMs },
+      { workerId: "bench", leaseSeconds: 60 },
+    );
+    const t0 = performance.now();
+    let batchMs: number[] = [];
+    let last = performance.now();
+    const purged = workRun(db, run.id, {
+      workerId: "bench",
+      log: { log: () => {}, warn: (l) => console.warn(`  ${l}`) },
+      onBatch: () => {
+        const now = performance.now();
+        batchMs.push(now - last);
+        last = now;
+      },
+    });
+    const duringPurge = await writer(db, args.writers, "purge", purged);
+    const out = await purged;
+    const purgeSeconds = (performance.now() - t0) / 1000;
+    const done = out.run!;
+    batchMs = batchMs.sort((a, b) => a - b);
+
+    console.log(`\nwriter latency, ms (begin + complete through IdempotencyStore, ${args.writers} lanes)`);
+    const col = (w: WriterStats) => {
+      const s = [...w.latencies].sort((a, b) => a - b);
+      return { p50: pct(s, 50).toFixed(2), p95: pct(s, 95).toFixed(2), p99: pct(s, 99).toFixed(2), ops: fmt(w.ops / w.seconds), n: fmt(w.ops), errors: fmt(w.errors), secs: w.seconds.toFixed(1) };
+    };
+    const [a, b, c] = [col(baseline), col(duringRaw), col(duringPurge)];
+    table(
+      ["", "no purge", "during raw single DELETE", "during purge (batched)"],
+      [
+        ["p50", a.p50, b.p50, c.p50],
+        ["p95", a.p95, b.p95, c.p95],
+        ["p99", a.p99, b.p99, c.p99],
+        ["ops/s", a.ops, b.ops, c.ops],
+        ["ops (errors)", `${a.n} (${a.errors})`, `${b.n} (${b.errors})`, `${c.n} (${c.errors})`],
+        ["over s", a.secs, b.secs, c.secs],
+      ],
+    );
+
+    const rawSeconds = (raw.recordsMs + raw.eventsMs) / 1000;
+    console.log(`\npurge throughput vs the raw SQL equivalent (same as_of and policies)`);
+    table(
+      ["", "records", "events", "seconds", "rows/s", "longest transaction"],
+      [
+        [
+          "raw single DELETE (1 transaction)",
+          fmt(raw.records),
+          fmt(raw.events),
+          rawSeconds.toFixed(1),
+          fmt((raw.records + raw.events) / rawSeconds),
+          `${(rawSeconds * 1000).toFixed(0)} ms`,
+        ],
+        [
+          `purge: ${fmt(done.batches)} batches (${done.state})`,
+          fmt(Number(done.recordsDeleted)),
+          fmt(Number(done.eventsDeleted)),
+          purgeSeconds.toFixed(1),
+          fmt((Number(done.recordsDeleted) + Number(done.eventsDeleted)) / purgeSeconds),
+          `${(batchMs[batchMs.length - 1] ?? 0).toFixed(0)} ms (batch p50 ${pct(batchMs, 50).toFixed(0)} ms incl. pause)`,
+        ],
+      ],
+    );
+    const same = Number(done.recordsDeleted) === raw.records && Number(done.eventsDeleted) === raw.events;
+    console.log(`same rows as the raw DELETE: ${same ? "yes" : "NO"}; pauses: ${fmt(done.batches)} × ${args.pauseMs} ms at most`);
+  });
+}
+
+runBench(main);

@@ -1,0 +1,33 @@
+/**
+ * Retention settings read from the environment (at call time, so tests and
+ * scripts can set process.env first).
+ *
+ * - PURGE_POLL_SECONDS (default 5; 0 = off): how often a server looks for a purge
+ *   run whose worker stopped renewing its lease (a crashed process) and takes it over.
+ * - PURGE_LEASE_SECONDS (default 30): how long a worker's claim on a run lasts
+ *   without a batch renewing it. A run whose lease has passed is taken over by the
+ *   next poll (or `npm run purge -- --resume`). The pause between batches is added.
+ */
+
+export const DEFAULT_POLL_SECONDS = 5;
+export const DEFAULT_LEASE_SECONDS = 30;
+export const DEFAULT_BATCH_SIZE = 1000;
+export const DEFAULT_PAUSE_MS = 100;
+export const MAX_BATCH_SIZE = 100_000;
+export const MAX_PAUSE_MS = 600_000;
+
+function wholeSeconds(name: string, fallback: number, min: number, env: Record<string, string | undefined>): number {
+  const text = env[name]?.trim();
+  if (!text) return fallback;
+  if (/^\d{1,6}$/.test(text) && Number(text) >= min) return Number(text);
+  console.warn(`purge: ${name}="${text}" is not a whole number of seconds ≥ ${min}; using ${fallback}`);
+  return fallback;
+}
+
+export function purgePollSeconds(env: Record<string, string | undefined> = process.env): number {
+  return wholeSeconds("PURGE_POLL_SECONDS", DEFAULT_POLL_SECONDS, 0, env);
+}
+
+export function purgeLeaseSeconds(env: Record<string, string | undefined> = process.env): number {
+  return wholeSeconds("PURGE_LEASE_SECONDS", DEFAULT_LEASE_SECONDS, 1, env);
+}
