@@ -6,7 +6,8 @@ import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, type ActionMessage } from "@/components/client/use-action";
 import { formatMoney } from "@/components/records/ui";
-import { useIntentKey, type CompensationJson } from "./shared";
+import { useIntentKey } from "@/components/client/intent-key";
+import type { CompensationJson } from "./shared";
 
 type Verb = "approve" | "reject" | "retry";
 

@@ -6,7 +6,8 @@ import { useState, type FormEvent } from "react";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { formatMoney } from "@/components/records/ui";
-import { useIntentKey, type CompensationJson } from "./shared";
+import { useIntentKey } from "@/components/client/intent-key";
+import type { CompensationJson } from "./shared";
 
 export interface CompensableRecord {
   id: string;

@@ -2,8 +2,6 @@
 
 import type { Jsonified } from "@/lib/api/json";
 import type { CompensationView } from "@/lib/compensations/model";
-import { useRef } from "react";
-import { ApiError, newIdempotencyKey } from "@/components/client/api";
 
 /** A compensation as the API returns it (bigints and dates as strings), with what the viewer may do. */
 export type CompensationJson = Jsonified<CompensationView>;
@@ -44,24 +42,3 @@ export function remainingMinor(amountMinor: string | null, compensations: Pick<C
   return left > 0n ? left : 0n;
 }
 
-/**
- * One Idempotency-Key per user intent: the same submission (same body) sent again
- * after a network error or a 5xx reuses its key (the server replays or finishes the
- * first attempt); a changed body, or a new submission after a definite answer, gets
- * a new key.
- */
-export function useIntentKey() {
-  const current = useRef<{ key: string; body: string } | null>(null);
-  return {
-    keyFor(body: unknown): string {
-      const text = JSON.stringify(body);
-      if (!current.current || current.current.body !== text) current.current = { key: newIdempotencyKey(), body: text };
-      return current.current.key;
-    },
-    /** After an answer: keep the key only when the outcome is unknown (no answer, or a server error). */
-    settle(err?: unknown) {
-      if (err instanceof ApiError && (err.status === 0 || err.status >= 500)) return;
-      current.current = null;
-    },
-  };
-}

@@ -4,7 +4,7 @@ import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { apiFetch, formatTime } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import { useIntentKey } from "@/components/compensations/shared";
+import { useIntentKey } from "@/components/client/intent-key";
 import { ErrorState } from "@/components/queue/read-ui";
 import { fmt, policyName, type DryRunJson, type RunJson } from "./shared";
 

@@ -5,7 +5,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { apiFetch, formatTime } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, useAction } from "@/components/client/use-action";
-import { useIntentKey } from "@/components/compensations/shared";
+import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import { fmt, ProgressBar, RunStateBadge, useRuns, type RunJson } from "./shared";
 

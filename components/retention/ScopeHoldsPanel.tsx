@@ -5,7 +5,7 @@ import { useState, type FormEvent } from "react";
 import { apiFetch, formatTime } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, useAction } from "@/components/client/use-action";
-import { useIntentKey } from "@/components/compensations/shared";
+import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import type { HoldJson } from "./shared";
 

@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { apiFetch, formatTime } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import { useIntentKey } from "@/components/compensations/shared";
+import { useIntentKey } from "@/components/client/intent-key";
 import type { HoldJson } from "@/components/retention/shared";
 import type { RecordActionProps } from "./types";
 
