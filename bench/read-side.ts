@@ -37,7 +37,8 @@ import { readSideConfig } from "@/lib/records/config";
 import { stuckAndPending } from "@/lib/records/queue";
 import { searchRecords, type SearchInput } from "@/lib/records/search";
 import { renderMetrics } from "@/lib/stats/metrics";
-import { expiredByOperationSql, overviewSql, overviewStats, seriesStep, statusCountsSql, type OverviewInput } from "@/lib/stats/overview";
+import { overviewSql, overviewStats, recordTotalsSql, seriesStep, statusCountsSql, type OverviewInput } from "@/lib/stats/overview";
+import { recordCensusSql } from "@/lib/stats/census";
 import { countEvents, eventCountsSql, refreshRollups } from "@/lib/stats/rollups";
 
 interface Args {
@@ -225,18 +226,21 @@ async function overviewBench(db: Database, args: Args) {
 }
 
 // ---------------------------------------------------------------------------
-// Record-side counts: what the overview reads per refresh (docs/decisions/0006)
+// Record-side counts: what the overview reads per refresh (docs/decisions/0006, 0007)
 
 async function recordCountsBench(db: Database, args: Args) {
   const now = new Date();
   const p = (text: string, values: unknown[] = []) => ({ text, values });
   const cases: [string, { text: string; values: unknown[] }][] = [
-    ["by status: lib (all − 3 small ranges)", statusCountsSql({})],
+    ["all records, expired, 7-day forecast: lib (census)", recordTotalsSql({}, now)],
+    ["  + by status: lib (3 small ranges of (status, updated_at))", statusCountsSql({})],
     ["by status: GROUP BY status (whole status index)", p(`SELECT status, count(*) FROM idempotency_records GROUP BY status`)],
-    ["by status, operation=capture_payment: lib", statusCountsSql({ operation: "capture_payment" })],
+    ["all, expired, forecast, operation=capture_payment: lib (census)", recordTotalsSql({ operation: "capture_payment" }, now)],
+    ["  + by status, operation=capture_payment: lib", statusCountsSql({ operation: "capture_payment" })],
     ["by status, operation=capture_payment: GROUP BY", p(`SELECT status, count(*) FROM idempotency_records WHERE operation = 'capture_payment' GROUP BY status`)],
-    ["expired not purged: lib (a range per operation)", expiredByOperationSql({}, now)],
+    ["expired not purged: lib (census)", recordCensusSql([{ name: "expired", from: null, to: now }])],
     ["expired not purged: GROUP BY operation", p(`SELECT operation, count(*) FROM idempotency_records WHERE expires_at < $1 GROUP BY operation`, [now])],
+    ["7-day forecast: GROUP BY day", p(`SELECT floor(extract(epoch FROM expires_at - $1) / 86400), count(*) FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $1::timestamptz + interval '7 days' GROUP BY 1`, [now])],
   ];
   console.log(`\nrecord-side counts — the overview's exact counts vs the plain GROUP BY (median of ${args.runs}; rows = index entries read)`);
   const rows: string[][] = [];

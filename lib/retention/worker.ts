@@ -5,6 +5,8 @@ import type { AuditActor } from "../audit";
 import type { Database } from "../db/client";
 import { purgeLeaseSeconds, purgePollSeconds } from "./config";
 import { eventEligibleSql, Params, recordEligibleSql } from "./eligibility";
+import { purgeCensusSql } from "../stats/census";
+import { ROLLUP_LOCK, WRITER_FLAG } from "../stats/rollups";
 import { LEGAL_HOLD_LOCK_ID } from "./legal-holds";
 import type { PolicyRule } from "./rules";
 import { finishRun, runView, type PurgeRunView } from "./runs";
@@ -120,10 +122,19 @@ async function recordsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi:
   // A second statement, so its snapshot is taken after the row locks: THE condition again.
   const d = new Params();
   const list = `${d.add(`{${ids.join(",")}}`)}::bigint[]`;
-  const deleted = await tx.$queryRawUnsafe<{ id: bigint }[]>(
-    `DELETE FROM idempotency_records r WHERE r.id = ANY (${list}) AND ${recordEligibleSql(rules, run.asOf, d, "r")} RETURNING r.id`,
+  const deleted = await tx.$queryRawUnsafe<{ id: bigint; operation: string; expiresAt: Date }[]>(
+    `DELETE FROM idempotency_records r WHERE r.id = ANY (${list}) AND ${recordEligibleSql(rules, run.asOf, d, "r")}
+     RETURNING r.id, r.operation, r.expires_at AS "expiresAt"`,
     ...d.values,
   );
+  if (deleted.length) {
+    // The census (lib/stats/census.ts) loses the counted ones in this same transaction,
+    // under the refresher's lock, so it never sees half a purge.
+    await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${ROLLUP_LOCK})`);
+    await tx.$executeRawUnsafe(WRITER_FLAG);
+    const c = purgeCensusSql(JSON.stringify(deleted.map((x) => ({ id: x.id.toString(), operation: x.operation, expiresAt: x.expiresAt.toISOString() }))));
+    await tx.$executeRawUnsafe(c.text, ...c.values);
+  }
   return { candidates: ids, deleted: deleted.length };
 }
 

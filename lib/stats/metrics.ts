@@ -4,13 +4,13 @@ import { readSideConfig, type StuckThresholds } from "../records/config";
 import { REQUEST_KINDS } from "./conflicts";
 import {
   activeByOperationSql,
-  expiredByOperationSql,
   inSnapshot,
   KNOWN_OPERATIONS_SQL,
   openReconciliationSql,
   ROLLUP_STATE_SQL,
   thresholdOf,
 } from "./overview";
+import { recordCensusSql } from "./census";
 import { eventCountsSql } from "./rollups";
 
 /**
@@ -20,8 +20,8 @@ import { eventCountsSql } from "./rollups";
  * plus the event rollups (the day tier: a few rows per operation × scope × kind and day).
  * Deliberately NOT exported: records by status (an exact count
  * of the big completed/failed populations reads the whole index; see the overview).
- * Expired-not-purged reads the expires_at range below now, which grows with the purge
- * backlog (it is what an operator wants alerted on, so it stays; bench/read-side.ts).
+ * Expired-not-purged comes from the record census (lib/stats/census.ts): its whole hours
+ * below now, the current partial hour and the records not counted yet.
  *
  * Requests, replays and conflicts are exposed as Prometheus COUNTERS (`…_total`), each
  * set, per scrape, to the all-time total from the rollups (+ the events not rolled up
@@ -52,7 +52,7 @@ export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions =
   const now = opts.now ?? new Date();
   const thresholds = opts.thresholds ?? readSideConfig().stuck;
   const active = activeByOperationSql({}, thresholds, now);
-  const expired = expiredByOperationSql({}, now);
+  const expired = recordCensusSql([{ name: "expired", from: null, to: now }]);
   const open = openReconciliationSql({});
   const allTime = allTimeTotalsSql();
   const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({

@@ -5,7 +5,7 @@ import { describeThresholds, readSideConfig, type StuckThresholds } from "../rec
 import { isoTime, optional, resolveRange } from "../records/params";
 import { paramList } from "../records/row";
 import { REQUEST_KINDS } from "./conflicts";
-import { expirySql } from "./expiry";
+import { recordCensusSql, type ExpiryInterval } from "./census";
 import { eventCountsSql } from "./rollups";
 import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
 
@@ -13,24 +13,19 @@ import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
  * The overview: every number on the console's first screen, for a time range and
  * optional operation/scope filters (which apply to every number).
  *
- * Record side (live state, exact, from indexes; no counters are maintained on the writers'
- * tables — docs/decisions/0006-record-side-counts.md):
+ * Record side (live state, exact; no counters on the writers' tables — ADR 0006, 0007):
+ * - all records, expired but not purged, expiring in the next 24 h and the 7-day forecast
+ *   (24 h buckets from asOf, as lib/stats/expiry.ts): recordTotalsSql — without a scope
+ *   from the record census (lib/stats/census.ts: records per operation and expiry hour,
+ *   kept from the rollups' watermark, + the partial hours at the edges + the records not
+ *   counted yet), so they read a few thousand rows whatever the table size; with a scope,
+ *   one pass over the scope's rows;
  * - records by status: processing, pending and failed are ranges of (status, updated_at);
- *   completed = all − those three (status is CHECK-constrained to the four), where "all" is
- *   an index-only count of the narrowest index that fits the filters (the primary key
- *   without filters). That count grows with the table: it is the one number here that
- *   reads a whole index (bench/read-side.ts measures it);
+ *   completed = all − those three (status is CHECK-constrained to the four);
  * - processing/pending by operation (stuck = processing and unchanged for longer than its
  *   operation's STUCK_THRESHOLDS, oldest pending, pending age distribution): the two small
  *   ranges of (status, updated_at);
- * - open reconciliation items: (state, next_check_at);
- * - expiring in the next 24 h: lib/stats/expiry.ts's own query (an expires_at range), so
- *   the Expiry page and this one agree by construction; the 7-day forecast: the same
- *   buckets (24 h from asOf) over a 7-day range only (expiry.ts's daily histogram reads 30
- *   days; test/overview.test.ts checks both agree);
- * - expired but not purged: per operation, the range expires_at < now of (operation,
- *   expires_at), the operations found by a loose index scan — it reads the purge backlog,
- *   not the whole index (with a scope filter: a plain GROUP BY, see expiredByOperationSql).
+ * - open reconciliation items: (state, next_check_at).
  *
  * Event side (requests, replays, conflicts, rates, the charts): lib/stats/rollups.ts
  * eventCountsSql — the query builder countEvents and /api/metrics use too — per chart
@@ -227,51 +222,41 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
   };
 }
 
-/**
- * Expired (expires_at < now) and still there, by operation (operations with none left
- * out). Without a scope: one index-only range of (operation, expires_at) per operation —
- * the operations found by a loose index scan of the same index (one probe each) — so it
- * reads the expired entries only (the purge backlog), not the whole index. With a scope
- * (no index has it next to expires_at, the rows must be read anyway): a plain GROUP BY,
- * the planner's choice (bench/read-side.ts compares both).
- */
-export function expiredByOperationSql(f: { operation?: string; scope?: string }, now: Date) {
-  const p = paramList();
-  const nowP = p.add(now);
-  if (f.scope) {
-    return {
-      text: `SELECT r.operation, count(*)::bigint AS n FROM idempotency_records r
-              WHERE r.expires_at < ${nowP}::timestamptz${recordFilters(p, f)} GROUP BY r.operation`,
-      values: p.values,
-    };
-  }
-  const ops = f.operation
-    ? `SELECT ${p.add(f.operation)}::text AS operation`
-    : `WITH RECURSIVE o AS (
-         SELECT min(operation) AS operation FROM idempotency_records
-         UNION ALL
-         SELECT (SELECT min(r.operation) FROM idempotency_records r WHERE r.operation > o.operation) FROM o WHERE o.operation IS NOT NULL
-       ) SELECT operation FROM o WHERE operation IS NOT NULL`;
-  return {
-    text: `SELECT o.operation, c.n FROM (${ops}) o
-             CROSS JOIN LATERAL (
-               SELECT count(*)::bigint AS n FROM idempotency_records r
-                WHERE r.operation = o.operation AND r.expires_at < ${nowP}::timestamptz
-             ) c
-            WHERE c.n > 0`,
-    values: p.values,
-  };
+/** The expires_at intervals the overview counts records in (lib/stats/census.ts names them). */
+export function recordIntervals(now: Date): ExpiryInterval[] {
+  return [
+    { name: "all", from: null, to: null },
+    { name: "expired", from: null, to: now },
+    // The forecast: 24 h buckets from asOf (as lib/stats/expiry.ts); "expiring in the next 24 h" is d0.
+    ...Array.from({ length: FORECAST_DAYS }, (_, i) => ({
+      name: `d${i}`,
+      from: new Date(now.getTime() + i * DAY_MS),
+      to: new Date(now.getTime() + (i + 1) * DAY_MS),
+    })),
+  ];
 }
 
-/** Records expiring per 24 h from `now`, for FORECAST_DAYS days (one expires_at range; buckets as in expiry.ts). */
-export function forecastSql(f: { operation?: string; scope?: string }, now: Date) {
+/**
+ * Records by expires_at interval (recordIntervals) and operation: all of them, expired
+ * but not purged, and the forecast days. Without a scope, from the record census
+ * (lib/stats/census.ts: census hours + partial hours at the edges + records not counted
+ * yet). With a scope (no census per scope; a scope's records are few), one pass over the
+ * scope's rows. Rows: { name, operation, n }.
+ */
+export function recordTotalsSql(f: { operation?: string; scope?: string }, now: Date): { text: string; values: unknown[] } {
+  if (!f.scope) return recordCensusSql(recordIntervals(now), { operation: f.operation });
   const p = paramList();
-  const nowP = p.add(now);
+  const nowP = `${p.add(now)}::timestamptz`;
   return {
-    text: `SELECT floor(extract(epoch FROM r.expires_at - ${nowP}::timestamptz) / 86400)::int AS i, count(*)::bigint AS n
-             FROM idempotency_records r
-            WHERE r.expires_at >= ${nowP}::timestamptz AND r.expires_at < ${nowP}::timestamptz + make_interval(days => ${p.add(FORECAST_DAYS)})${recordFilters(p, f)}
-            GROUP BY 1`,
+    text: `SELECT k.name, r.operation, count(*)::bigint AS n FROM idempotency_records r
+             CROSS JOIN LATERAL (
+               SELECT 'all'
+               UNION ALL SELECT 'expired' WHERE r.expires_at < ${nowP}
+               UNION ALL SELECT 'd' || floor(extract(epoch FROM r.expires_at - ${nowP}) / 86400)::int
+                 WHERE r.expires_at >= ${nowP} AND r.expires_at < ${nowP} + make_interval(days => ${p.add(FORECAST_DAYS)})
+             ) k(name)
+            WHERE TRUE${recordFilters(p, f)}
+            GROUP BY 1, 2`,
     values: p.values,
   };
 }
@@ -296,16 +281,15 @@ export function openReconciliationSql(f: { operation?: string; scope?: string })
 }
 
 /**
- * Records by status, exact, in one statement: the three small statuses are ranges of
- * (status, updated_at); completed = all − the others (see the top of this file).
+ * The three small statuses, exact, in one statement: ranges of (status, updated_at);
+ * completed = all (recordTotalsSql) − these (status is CHECK-constrained to the four).
  */
 export function statusCountsSql(f: { operation?: string; scope?: string }) {
   const p = paramList();
   const fr = recordFilters(p, f);
   const count = (cond: string) => `(SELECT count(*) FROM idempotency_records r WHERE ${cond}${fr})::bigint`;
   return {
-    text: `SELECT ${count("TRUE")} AS total, ${count("r.status = 'processing'")} AS processing,
-                  ${count("r.status = 'pending'")} AS pending, ${count("r.status = 'failed'")} AS failed`,
+    text: `SELECT ${count("r.status = 'processing'")} AS processing, ${count("r.status = 'pending'")} AS pending, ${count("r.status = 'failed'")} AS failed`,
     values: p.values,
   };
 }
@@ -406,16 +390,13 @@ export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn:
 /** Every statement overviewStats runs, by name (for bench/read-side.ts's EXPLAIN). */
 export function overviewSql(input: OverviewInput, now: Date, thresholds: StuckThresholds) {
   const f = { operation: input.operation, scope: input.scope };
-  const ex = expirySql({ operation: input.operation, scope: input.scope, now });
   const plain = (text: string) => ({ text, values: [] as unknown[] });
   return {
     status: statusCountsSql(f),
+    totals: recordTotalsSql(f, now),
     active: activeByOperationSql(f, thresholds, now),
     ages: pendingAgesSql(f, now),
     open: openReconciliationSql(f),
-    expiring: ex.hours,
-    forecast: forecastSql(f, now),
-    expired: expiredByOperationSql(f, now),
     series: eventCountsSql(input, { stepSeconds: seriesStep(input.from, input.to).seconds }),
     rollup: plain(ROLLUP_STATE_SQL),
     operations: plain(KNOWN_OPERATIONS_SQL),
@@ -437,16 +418,14 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   const sql = overviewSql(input, now, thresholds);
 
   const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
-    status: await q<{ total: bigint; processing: bigint; pending: bigint; failed: bigint }>(session, sql.status),
+    status: await q<{ processing: bigint; pending: bigint; failed: bigint }>(session, sql.status),
+    totals: await q<{ name: string; operation: string; n: bigint }>(session, sql.totals),
     active: await q<{ operation: string; processing: bigint; stuck: bigint; oldestStuck: Date | null; pending: bigint; oldestPending: Date | null }>(
       session,
       sql.active,
     ),
     ages: await q<{ i: number; n: bigint }>(session, sql.ages),
     open: await q<{ n: bigint }>(session, sql.open),
-    expiring: await q<{ i: number; n: bigint }>(session, sql.expiring),
-    forecast: await q<{ i: number; n: bigint }>(session, sql.forecast),
-    expired: await q<{ operation: string; n: bigint }>(session, sql.expired),
     series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(session, sql.series),
     rollup: await q<{ watermark: bigint; refreshedAt: Date | null; lag: bigint; gaps: bigint }>(session, sql.rollup),
     operations: await q<{ operation: string }>(session, sql.operations),
@@ -454,10 +433,11 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   }));
 
   const [st] = data.status;
+  const totalOf = (name: string) => data.totals.reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
   const byStatus: Record<RecordStatus, number> = {
     processing: Number(st.processing),
     pending: Number(st.pending),
-    completed: Number(st.total - st.processing - st.pending - st.failed),
+    completed: totalOf("all") - Number(st.processing + st.pending + st.failed),
     failed: Number(st.failed),
   };
 
@@ -490,7 +470,7 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
     o.oldestPendingSince = a.oldestPending;
     o.oldestPendingAgeSeconds = ageSeconds(now, a.oldestPending);
   }
-  for (const e of data.expired) opState(e.operation).expiredNotPurged = Number(e.n);
+  for (const e of data.totals) if (e.name === "expired") opState(e.operation).expiredNotPurged = Number(e.n);
   const operations = [...ops.values()].sort((a, b) => a.operation.localeCompare(b.operation));
   const minDate = (dates: (Date | null)[]) =>
     dates.reduce<Date | null>((m, d) => (d && (!m || d.getTime() < m.getTime()) ? d : m), null);
@@ -524,12 +504,11 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   }
   for (const b of conflictRate) for (const c of Object.values(b.byOperation)) c.rate = c.requests ? c.conflicts / c.requests : null;
 
-  const expiringNext24h = data.expiring.reduce((s, r) => s + Number(r.n), 0);
-  const daily = new Map(data.forecast.map((r) => [Number(r.i), Number(r.n)]));
+  const expiringNext24h = totalOf("d0");
   const forecast = Array.from({ length: FORECAST_DAYS }, (_, i) => ({
     start: new Date(now.getTime() + i * DAY_MS),
     end: new Date(now.getTime() + (i + 1) * DAY_MS),
-    count: daily.get(i) ?? 0,
+    count: totalOf(`d${i}`),
   }));
   const ageCounts = new Map(data.ages.map((r) => [Number(r.i), Number(r.n)]));
   const [rollup] = data.rollup;

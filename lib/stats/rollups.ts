@@ -1,5 +1,6 @@
 import type { SqlExecutor } from "../db/sql";
 import { paramList } from "../records/row";
+import { CENSUS_REFRESH_CTE, rewriteCensus, type CensusDrift } from "./census";
 
 /**
  * Rollups of idempotency_events by (operation, scope, kind), kept incrementally from an
@@ -36,8 +37,13 @@ export const GAP_GRACE_SECONDS = 15 * 60;
 /** The tiers, finest first; each grain divides the next. 60 = event_rollups, the rest event_rollup_tiers. */
 export const ROLLUP_GRAINS = [60, 900, 3600, 86400] as const;
 export const COARSE_GRAINS = ROLLUP_GRAINS.slice(1);
-/** Set for its transaction by the only writers of the rollup tables (checked by their guard trigger). */
-const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'tiers', true)`;
+/** The refresher's lock: the purge takes it too, to take purged records out of the census (lib/stats/census.ts). */
+export const ROLLUP_LOCK = ROLLUP_LOCK_ID;
+/**
+ * Set for its transaction by the only writers of the rollup tables and the record census
+ * (checked by their guard trigger, migration 20261130070000_record_census).
+ */
+export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'census', true)`;
 
 export interface RefreshResult {
   watermark: bigint;
@@ -70,14 +76,14 @@ export async function refreshRollups(session: SqlExecutor, opts: { batchSize?: n
       const upTo = max === null ? watermark : max < watermark + batchSize ? max : watermark + batchSize;
 
       // New events in (watermark, upTo], plus earlier gaps that have become visible,
-      // into every tier at once.
+      // into every tier at once, and the records they reserved into the census.
       const [counted] = await session.query<{ n: bigint }>(
-        `WITH fresh AS (
-           SELECT occurred_at, operation, scope, kind FROM idempotency_events WHERE id > $1 AND id <= $2
+        `WITH fresh AS MATERIALIZED (
+           SELECT occurred_at, operation, scope, kind, record_id FROM idempotency_events WHERE id > $1 AND id <= $2
            UNION ALL
-           SELECT e.occurred_at, e.operation, e.scope, e.kind
+           SELECT e.occurred_at, e.operation, e.scope, e.kind, e.record_id
              FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
-         ), agg AS (
+         ), ${CENSUS_REFRESH_CTE}, agg AS (
            SELECT date_trunc('minute', occurred_at) AS bucket, operation, scope, kind, count(*) AS n
              FROM fresh GROUP BY 1, 2, 3, 4
          ), up AS (
@@ -133,12 +139,35 @@ export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: n
        ON CONFLICT (name) DO UPDATE SET watermark = 0, updated_at = now()`,
       [STATE],
     );
+    // With nothing rolled up, the census holds only the records whose reserved event is
+    // gone (purged events) or never existed; the refreshes below add the rest.
+    await rewriteCensus(session);
     await session.exec("COMMIT");
   } catch (err) {
     await session.exec("ROLLBACK").catch(() => {});
     throw err;
   }
   return refreshRollups(session, opts);
+}
+
+/**
+ * Recounts the record census from the records (O(records), one snapshot, under the
+ * refresher's lock), repairs it, and returns the drift it found: none, unless records
+ * were deleted by something other than the console's purge, inserted without a
+ * `reserved` event, or had their expires_at changed (lib/stats/census.ts).
+ */
+export async function verifyRecordCensus(session: SqlExecutor): Promise<CensusDrift[]> {
+  await session.exec("BEGIN");
+  try {
+    await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
+    await session.query(WRITER_FLAG);
+    const drift = await rewriteCensus(session);
+    await session.exec("COMMIT");
+    return drift;
+  } catch (err) {
+    await session.exec("ROLLBACK").catch(() => {});
+    throw err;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,208 @@
+import type { SqlExecutor } from "../db/sql";
+import { paramList } from "../records/row";
+
+/**
+ * The record census: how many records there are per operation and expiry hour
+ * (record_census), kept by the rollup refresher from the same event watermark as the
+ * event rollups (lib/stats/rollups.ts) — no trigger on the services' tables (ADR 0007).
+ *
+ * The invariant, at any moment and in any snapshot:
+ *   records = census + uncounted,
+ *   uncounted = the records whose `reserved` event is not rolled up yet (id above the
+ *               watermark, or a gap).
+ * It holds because
+ * - a record and its `reserved` event are written by one statement (the protocol), so a
+ *   refresh that rolls the event up finds the record (or finds it already purged — then
+ *   it was never counted, see below) and adds it to its (operation, expiry hour);
+ * - the console's purge deletes records under the refresher's lock and takes from the
+ *   census exactly the deleted records that were counted (`purgeCensusSql`);
+ * - nothing else deletes records, and expires_at is set at the reservation. A record
+ *   inserted without a `reserved` event, deleted by something else, or an event that
+ *   committed after its gap was given up (GAP_GRACE) breaks it: `verifyRecordCensus`
+ *   recounts in one snapshot, repairs, and reports the drift.
+ *
+ * Reading (recordCensusSql): per interval of expires_at, the census's whole hours + the
+ * records in the partial hours at the interval's edges (index ranges of (operation,
+ * expires_at), < 1 hour each) + the uncounted records in the whole hours. Without a
+ * scope the overview's record totals, expired-not-purged, expiring and forecast read
+ * a few thousand census rows instead of every record (the scope has no census: a
+ * scope's records are read from its index, see lib/stats/overview.ts).
+ */
+
+const HOUR_MS = 3_600_000;
+const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`;
+export const CENSUS_HOUR_SQL = (column: string) => `date_bin(interval '1 hour', ${column}, ${EPOCH})`;
+
+/** The reserved events the rollups do not hold yet (above the watermark or a gap), as a condition on `e`. */
+const UNROLLED = (e: string) =>
+  `${e}.kind = 'reserved' AND (${e}.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
+     OR ${e}.id IN (SELECT g.event_id FROM rollup_gaps g))`;
+
+/** The records not counted yet: those of the reserved events not rolled up (two index ranges: above the watermark, the gaps). */
+const UNCOUNTED_IDS_SQL = `SELECT e.record_id FROM idempotency_events e
+     WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL
+       AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
+    UNION ALL
+    SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
+     WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL`;
+
+/** An interval of expires_at: [from, to); null = open. */
+export interface ExpiryInterval {
+  name: string;
+  from: Date | null;
+  to: Date | null;
+}
+
+/**
+ * Exact record counts per interval of expires_at and per operation, in one statement
+ * (one snapshot). Rows: { name, operation, n }; operations with none left out.
+ */
+export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string } = {}): { text: string; values: unknown[] } {
+  const p = paramList();
+  const op = f.operation === undefined ? null : p.add(f.operation);
+  const ts = (d: number) => `${p.add(new Date(d))}::timestamptz`;
+  const range = (col: string, lo: number, hi: number) =>
+    [...(Number.isFinite(lo) ? [`${col} >= ${ts(lo)}`] : []), ...(Number.isFinite(hi) ? [`${col} < ${ts(hi)}`] : [])].join(" AND ") || "TRUE";
+  const branches: string[] = [];
+  for (const iv of intervals) {
+    const lo = iv.from ? iv.from.getTime() : -Infinity;
+    const hi = iv.to ? iv.to.getTime() : Infinity;
+    if (!(lo < hi)) continue;
+    const name = p.add(iv.name);
+    const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
+    const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
+    const edges: [number, number][] = [];
+    if (wholeLo < wholeHi) {
+      branches.push(
+        `SELECT ${name}::text AS name, c.operation, c.count AS n FROM record_census c WHERE ${range("c.expires_hour", wholeLo, wholeHi)}${op ? ` AND c.operation = ${op}` : ""}`,
+        `SELECT ${name}::text, u.operation, 1::bigint FROM unc u WHERE ${range("u.expires_at", wholeLo, wholeHi)}`,
+      );
+      edges.push([lo, wholeLo], [wholeHi, hi]);
+    } else {
+      edges.push([lo, hi]);
+    }
+    for (const [a, b] of edges) {
+      if (!(a < b)) continue;
+      // A partial hour: one index-only range of (operation, expires_at) per operation.
+      branches.push(
+        `SELECT ${name}::text, o.operation, (SELECT count(*) FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", a, b)}) FROM ops o`,
+      );
+    }
+  }
+  if (!branches.length) branches.push(`SELECT NULL::text, NULL::text, 0::bigint WHERE FALSE`);
+  // Two branches (not one OR), so each is an index range: above the watermark, and the gaps.
+  const opFilter = op ? ` AND e.operation = ${op}` : "";
+  const text = `WITH unc AS MATERIALIZED (
+      SELECT r.operation, r.expires_at FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
+       WHERE e.kind = 'reserved' AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')${opFilter}
+      UNION ALL
+      SELECT r.operation, r.expires_at FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id JOIN idempotency_records r ON r.id = e.record_id
+       WHERE e.kind = 'reserved'${opFilter}
+    ), ops AS MATERIALIZED (
+      ${
+        op
+          ? `SELECT ${op}::text AS operation`
+          : `SELECT DISTINCT operation FROM (SELECT c.operation FROM record_census c WHERE c.count > 0 UNION ALL SELECT u.operation FROM unc u) x`
+      }
+    )
+    SELECT name, operation, sum(n)::bigint AS n FROM (
+      ${branches.join("\n      UNION ALL\n      ")}
+    ) x(name, operation, n) GROUP BY 1, 2 HAVING sum(n) > 0`;
+  return { text, values: p.values };
+}
+
+export interface CensusCount {
+  name: string;
+  operation: string;
+  count: number;
+}
+
+export async function countRecordsByExpiry(
+  session: SqlExecutor,
+  intervals: readonly ExpiryInterval[],
+  f: { operation?: string } = {},
+): Promise<CensusCount[]> {
+  const q = recordCensusSql(intervals, f);
+  const rows = await session.query<{ name: string; operation: string; n: bigint }>(q.text, q.values);
+  return rows.map((r) => ({ name: r.name, operation: r.operation, count: Number(r.n) }));
+}
+
+/**
+ * What the census should hold, computed from the records: every record except the
+ * uncounted ones, by operation and expiry hour. O(records): for rebuilds and checks only.
+ */
+const CENSUS_TRUTH_SQL = `WITH unc AS MATERIALIZED (${UNCOUNTED_IDS_SQL})
+  SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, count(*)::bigint AS n
+    FROM idempotency_records r
+   WHERE NOT EXISTS (SELECT 1 FROM unc u WHERE u.record_id = r.id)
+   GROUP BY 1, 2`;
+
+/**
+ * Part of the refresh statement (lib/stats/rollups.ts): adds the records of the reserved
+ * events in `fresh` (the events this refresh rolls up) to the census. A record already
+ * purged is not found, and was never counted.
+ */
+export const CENSUS_REFRESH_CTE = `census AS (
+           INSERT INTO record_census (operation, expires_hour, count)
+           SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")}, count(*)
+             FROM fresh f JOIN idempotency_records r ON r.id = f.record_id
+            WHERE f.kind = 'reserved'
+            GROUP BY 1, 2
+           ON CONFLICT (operation, expires_hour) DO UPDATE SET count = record_census.count + EXCLUDED.count
+         )`;
+
+/**
+ * Takes purged records out of the census, in the purge's transaction, after its DELETE,
+ * under the refresher's lock (so the watermark and the gaps cannot move meanwhile):
+ * `deleted` is a set of (id, operation, expires_at) just deleted; the ones whose reserved
+ * event is not rolled up yet were never counted and are left alone. (Never below 0: a
+ * census that drifted — see the top — must not stop a purge; verifyRecordCensus repairs it.)
+ */
+export function purgeCensusSql(deletedJson: string): { text: string; values: unknown[] } {
+  return {
+    text: `WITH d AS (
+        SELECT (x->>'id')::bigint AS id, x->>'operation' AS operation, (x->>'expiresAt')::timestamptz AS expires_at
+          FROM jsonb_array_elements($1::jsonb) x
+      ), counted AS (
+        SELECT d.operation, ${CENSUS_HOUR_SQL("d.expires_at")} AS expires_hour, count(*)::bigint AS n
+          FROM d WHERE NOT EXISTS (SELECT 1 FROM idempotency_events e WHERE e.record_id = d.id AND ${UNROLLED("e")})
+         GROUP BY 1, 2
+      )
+      UPDATE record_census c SET count = GREATEST(c.count - counted.n, 0)
+        FROM counted WHERE c.operation = counted.operation AND c.expires_hour = counted.expires_hour
+      RETURNING c.operation`,
+    values: [deletedJson],
+  };
+}
+
+export interface CensusDrift {
+  operation: string;
+  expiresHour: Date;
+  /** What the census held, and what it should have held. */
+  had: number;
+  should: number;
+}
+
+/**
+ * Recounts the census from the records in one snapshot and writes what it should hold;
+ * returns the differences found (none, unless something broke the invariant above).
+ * O(records). `session` must be one connection; `lock` is the refresher's (the caller's
+ * transaction must hold it: refreshes and purges cannot move the census meanwhile).
+ */
+export async function rewriteCensus(session: SqlExecutor): Promise<CensusDrift[]> {
+  const rows = await session.query<{ operation: string; expires_hour: Date; had: bigint | null; should: bigint | null }>(
+    `WITH truth AS MATERIALIZED (${CENSUS_TRUTH_SQL}),
+     diff AS (
+       SELECT COALESCE(t.operation, c.operation) AS operation, COALESCE(t.expires_hour, c.expires_hour) AS expires_hour,
+              COALESCE(c.count, 0) AS had, COALESCE(t.n, 0) AS should
+         FROM truth t FULL JOIN record_census c ON c.operation = t.operation AND c.expires_hour = t.expires_hour
+        WHERE COALESCE(c.count, 0) <> COALESCE(t.n, 0)
+     ), up AS (
+       INSERT INTO record_census (operation, expires_hour, count)
+       SELECT operation, expires_hour, should FROM diff
+       ON CONFLICT (operation, expires_hour) DO UPDATE SET count = EXCLUDED.count
+     )
+     SELECT operation, expires_hour, had, should FROM diff ORDER BY 1, 2`,
+  );
+  return rows.map((r) => ({ operation: r.operation, expiresHour: r.expires_hour, had: Number(r.had ?? 0), should: Number(r.should ?? 0) }));
+}

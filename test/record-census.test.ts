@@ -1,0 +1,287 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IdempotencyStore } from "@/lib/idempotency";
+import type { SqlExecutor } from "@/lib/db/sql";
+import { generateDemoTraffic, mulberry32 } from "@/lib/demo/traffic";
+import { startPurge } from "@/lib/retention/runs";
+import { workRun } from "@/lib/retention/worker";
+import { countRecordsByExpiry, recordCensusSql, type ExpiryInterval } from "@/lib/stats/census";
+import { rebuildRollups, refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
+import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+
+/**
+ * The record census (lib/stats/census.ts): records per operation and expiry hour, kept by
+ * the rollup refresher and the purge. Checked against the raw table by queries written
+ * here: the stored census equals the hand-computed one (every record except those whose
+ * reserved event is not rolled up), and countRecordsByExpiry equals a plain count over
+ * idempotency_records for random intervals (open, aligned, inside one hour) — before any
+ * refresh, after refreshes, with traffic above the watermark, after purges, with writers,
+ * refresher and purge running at once, after a rebuild; and verifyRecordCensus finds and
+ * repairs what breaks the invariant (deletes behind the console's back, records without a
+ * reserved event, a changed expires_at).
+ */
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+const SYSTEM = { type: "system" as const, label: "census test" };
+const quiet = { log: () => {}, warn: () => {} };
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+}, 120_000);
+afterAll(() => db?.drop());
+
+const stored = async (sql: SqlExecutor) =>
+  Object.fromEntries(
+    (await sql.query<{ k: string; n: bigint }>(`SELECT operation || ' ' || to_char(expires_hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count AS n FROM record_census WHERE count > 0`)).map(
+      (r) => [r.k, Number(r.n)],
+    ),
+  );
+
+/** What the census must hold, by hand: records minus those whose reserved event is above the watermark or a gap. */
+const expected = async (sql: SqlExecutor) =>
+  Object.fromEntries(
+    (
+      await sql.query<{ k: string; n: bigint }>(
+        `SELECT r.operation || ' ' || to_char(date_trunc('hour', r.expires_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24') AS k, count(*)::bigint AS n
+           FROM idempotency_records r
+          WHERE r.id NOT IN (
+            SELECT e.record_id FROM idempotency_events e
+             WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL
+               AND (e.id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)
+                    OR e.id IN (SELECT event_id FROM rollup_gaps)))
+          GROUP BY 1`,
+      )
+    ).map((r) => [r.k, Number(r.n)]),
+  );
+
+function intervals(now: number, seed: number): ExpiryInterval[] {
+  const rnd = mulberry32(seed);
+  const at = (ms: number) => new Date(Math.round(ms));
+  const out: ExpiryInterval[] = [
+    { name: "all", from: null, to: null },
+    { name: "expired", from: null, to: at(now) },
+    { name: "not expired", from: at(now), to: null },
+    { name: "next 24 h", from: at(now), to: at(now + DAY) },
+    { name: "aligned hours", from: at(Math.floor(now / HOUR) * HOUR - 5 * HOUR), to: at(Math.floor(now / HOUR) * HOUR + 7 * HOUR) },
+    { name: "inside one hour", from: at(Math.floor(now / HOUR) * HOUR + 60_000), to: at(Math.floor(now / HOUR) * HOUR + 50 * 60_000) },
+    { name: "empty", from: at(now), to: at(now) },
+  ];
+  for (let i = 0; i < 12; i++) {
+    const a = now + (rnd() - 0.6) * 40 * DAY;
+    out.push({ name: `random ${i}`, from: at(a), to: at(a + rnd() * (i % 3 === 0 ? 2 * HOUR : 10 * DAY)) });
+  }
+  return out;
+}
+
+async function raw(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
+  const out: Record<string, number> = {};
+  for (const i of iv) {
+    const rows = await sql.query<{ operation: string; n: bigint }>(
+      `SELECT operation, count(*)::bigint AS n FROM idempotency_records
+        WHERE ($1::timestamptz IS NULL OR expires_at >= $1) AND ($2::timestamptz IS NULL OR expires_at < $2) AND ($3::text IS NULL OR operation = $3)
+        GROUP BY 1`,
+      [i.from, i.to, operation ?? null],
+    );
+    for (const r of rows) out[`${i.name} ${r.operation}`] = Number(r.n);
+  }
+  return out;
+}
+
+async function viaCensus(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
+  const rows = await countRecordsByExpiry(sql, iv, { operation });
+  return Object.fromEntries(rows.map((r) => [`${r.name} ${r.operation}`, r.count]));
+}
+
+async function expectExact(label: string, seed = 1) {
+  expect(await stored(db.sql), `${label}: stored census`).toEqual(await expected(db.sql));
+  const iv = intervals(Date.now(), seed);
+  expect(await viaCensus(db.sql, iv), `${label}: counts`).toEqual(await raw(db.sql, iv));
+  expect(await viaCensus(db.sql, iv, "capture_payment"), `${label}: counts, one operation`).toEqual(await raw(db.sql, iv, "capture_payment"));
+}
+
+const policies = () =>
+  db.sql.exec(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, enabled, updated_by_label)
+               VALUES (NULL, 1, 1000, true, 'census test') ON CONFLICT DO NOTHING`);
+
+async function purge(reason: string, batchSize = 7) {
+  const run = await startPurge(db.prisma, SYSTEM, { reason, batchSize, pauseMs: 0 }, { workerId: "census", leaseSeconds: 60, requireConfirmation: false });
+  const out = await workRun(db, run.id, { workerId: "census", log: quiet });
+  expect(out.outcome).toBe("finished");
+  return Number(out.run!.recordsDeleted);
+}
+
+describe("record census (lib/stats/census.ts)", () => {
+  it("is exact before any refresh, after refreshes, with traffic above the watermark and a partial refresh", async () => {
+    await generateDemoTraffic(db, { seed: 11, requests: 300, days: 30 });
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM record_census`);
+    expect(n).toBe(0n); // nothing rolled up: every record is counted raw
+    await expectExact("before any refresh", 1);
+    await db.withSession((s) => refreshRollups(s));
+    expect(Object.keys(await stored(db.sql)).length).toBeGreaterThan(10);
+    await expectExact("refreshed", 2);
+    await generateDemoTraffic(db, { seed: 12, requests: 120, days: 3 });
+    await expectExact("above the watermark", 3);
+    await db.withSession((s) => refreshRollups(s, { batchSize: 50 }));
+    await expectExact("partially refreshed", 4);
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  }, 240_000);
+
+  it("a purge takes out exactly the counted records it deletes, in its own transaction (some not counted yet)", async () => {
+    await policies();
+    // Two expired records in the same operation and expiry hour: A counted (and kept by a
+    // legal hold), B not counted yet (its reserved event above the watermark) — the purge
+    // deletes B and must leave A's hour alone.
+    const clock = new Date(Date.now() - 40 * DAY);
+    const old = new IdempotencyStore(db.prisma, { clock: () => clock });
+    const reserve = async (key: string) => {
+      const r = await old.begin({ scope: "tenant:census-hold", operation: "create_order", key, payload: { key }, ttlSeconds: 3600 });
+      if (r.outcome !== "owner") throw new Error("expected to own the key");
+      return old.complete(r.record.id, { code: 201, headers: [], body: "{}" });
+    };
+    const a = await reserve("census-a");
+    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = $1`, [a.id]);
+    await db.withSession((s) => refreshRollups(s));
+    const b = await reserve("census-b");
+    // New expired records whose reserved events are not rolled up: purged before the census ever counts them.
+    await generateDemoTraffic(db, { seed: 13, requests: 80, days: 20, now: new Date(Date.now() - 25 * DAY) });
+    const [{ n: unrolled }] = await db.sql.query<{ n: bigint }>(
+      `SELECT count(*)::bigint AS n FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
+        WHERE e.kind = 'reserved' AND e.id > (SELECT watermark FROM rollup_state WHERE name = 'events') AND r.expires_at < now() - interval '1 day'`,
+    );
+    expect(Number(unrolled)).toBeGreaterThan(0);
+    const before = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records`);
+    const deleted = await purge("census: purge with uncounted records");
+    expect(deleted).toBeGreaterThan(0);
+    const after = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records`);
+    expect(Number(before[0].n) - Number(after[0].n)).toBe(deleted);
+    const left = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id = ANY($1::bigint[])`, [[a.id, b.id]]);
+    expect(left.map((r) => r.id)).toEqual([a.id]);
+    await expectExact("after a purge", 5);
+    await db.withSession((s) => refreshRollups(s));
+    await expectExact("after a purge, refreshed", 6);
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  }, 240_000);
+
+  it("writers, the refresher and a purge at once: exact afterwards, and no drift", async () => {
+    let writing = true;
+    let written = 0;
+    // Writers reserve and complete records that are already expired (purge-eligible) and fresh ones.
+    const writer = async (lane: number) => {
+      const rnd = mulberry32(100 + lane);
+      for (let i = 0; writing && i < 400; i++) {
+        const past = rnd() < 0.5;
+        const clock = past ? new Date(Date.now() - (3 + rnd() * 20) * DAY) : new Date();
+        const s = new IdempotencyStore(db.prisma, { clock: () => clock });
+        const r = await s.begin({
+          scope: `tenant:race${lane}`,
+          operation: rnd() < 0.5 ? "capture_payment" : "create_order",
+          key: `race-${lane}-${i}`,
+          payload: { i, lane },
+          ttlSeconds: Math.floor(600 + rnd() * 2 * 86400),
+        });
+        if (r.outcome === "owner") await s.complete(r.record.id, { code: 201, headers: [], body: "{}" });
+        written++;
+      }
+    };
+    const refresher = async () => {
+      while (writing) {
+        await db.withSession((s) => refreshRollups(s, { batchSize: 25 }));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    const purges = async () => {
+      let deleted = 0;
+      for (let i = 0; i < 4; i++) {
+        await new Promise((r) => setTimeout(r, 150));
+        deleted += await purge(`census: purge during writes ${i}`, 5);
+      }
+      return deleted;
+    };
+    const lanes = usingPostgres ? 4 : 2;
+    const work = Promise.all(Array.from({ length: lanes }, (_, l) => writer(l)));
+    const loop = refresher();
+    const deleted = await purges();
+    await work;
+    writing = false;
+    await loop;
+    expect(written).toBeGreaterThan(100);
+    expect(deleted).toBeGreaterThan(0);
+    await expectExact("after the race, before the last refresh", 7);
+    await db.withSession((s) => refreshRollups(s));
+    await expectExact("after the race", 8);
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  }, 300_000);
+
+  it("verifyRecordCensus finds and repairs what breaks the invariant", async () => {
+    await db.withSession((s) => refreshRollups(s));
+    // Deleted behind the console's back; inserted without a reserved event; expires_at moved.
+    const [gone] = await db.sql.query<{ operation: string; expires_at: Date }>(
+      `DELETE FROM idempotency_records WHERE id = (SELECT min(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold) RETURNING operation, expires_at`,
+    );
+    await db.sql.query(
+      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
+       VALUES ('tenant:rogue', 'create_order', 'rogue-1', $1, 'completed', now(), now(), '2030-01-01T00:30:00Z')`,
+      ["b".repeat(64)],
+    );
+    const [moved] = await db.sql.query<{ id: bigint; operation: string; expires_at: Date }>(
+      `SELECT id, operation, expires_at FROM idempotency_records WHERE id = (SELECT max(id) FROM idempotency_records WHERE scope LIKE 'tenant:race%')`,
+    );
+    await db.sql.query(`UPDATE idempotency_records SET expires_at = '2031-06-01T10:15:00Z' WHERE id = $1`, [moved.id]);
+    expect(await stored(db.sql)).not.toEqual(await expected(db.sql));
+    const drift = await db.withSession((s) => verifyRecordCensus(s));
+    const hour = (d: Date) => new Date(Math.floor(d.getTime() / HOUR) * HOUR).toISOString();
+    expect(drift.map((d) => `${d.operation} ${d.expiresHour.toISOString()} ${d.should - d.had}`)).toEqual(
+      expect.arrayContaining([`${gone.operation} ${hour(gone.expires_at)} -1`, `create_order 2030-01-01T00:00:00.000Z 1`, `${moved.operation} 2031-06-01T10:00:00.000Z 1`]),
+    );
+    // The hour the moved record left lost one (unless it is the deleted record's hour too).
+    const net = drift.reduce((n, d) => n + d.should - d.had, 0);
+    expect(net).toBe(0); // −1 deleted, +1 inserted, ±0 moved
+    expect(drift.length).toBeLessThanOrEqual(4);
+    expect(hour(moved.expires_at)).not.toBe("2031-06-01T10:00:00.000Z");
+    await expectExact("repaired", 9);
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  }, 120_000);
+
+  it("a rebuild recounts it, including records whose reserved events were purged", async () => {
+    // Reserved events gone (an events purge), records still there: they stay counted.
+    await db.sql.exec(`DELETE FROM idempotency_events WHERE id IN (SELECT id FROM idempotency_events WHERE kind = 'reserved' ORDER BY id LIMIT 30)`);
+    const before = await stored(db.sql);
+    await db.withSession((s) => rebuildRollups(s, { batchSize: 500 }));
+    expect(await stored(db.sql)).toEqual(before);
+    await expectExact("rebuilt", 10);
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  }, 120_000);
+
+  it("the old refresh (flag of the previous version) is refused on the census", async () => {
+    await expect(db.sql.query(`INSERT INTO record_census (operation, expires_hour, count) VALUES ('x', '2030-01-01T00:00:00Z', 1)`)).rejects.toThrow(/upgrade the console/);
+    await expect(
+      db.withSession(async (s) => {
+        await s.exec("BEGIN");
+        try {
+          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'tiers', true)`);
+          await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES (date_trunc('minute', now()), 'x', 'y', 'reserved', 1)`);
+        } finally {
+          await s.exec("ROLLBACK");
+        }
+      }),
+    ).rejects.toThrow(/upgrade the console/);
+  });
+
+  it.skipIf(!usingPostgres)("reads the census and index ranges, never a whole table (EXPLAIN on Postgres)", async () => {
+    const now = new Date();
+    const q = recordCensusSql(intervals(now.getTime(), 12).slice(0, 4));
+    await db.withSession(async (s) => {
+      await s.exec("BEGIN");
+      try {
+        await s.exec("SET LOCAL enable_seqscan = off");
+        const plan = (await s.query<{ "QUERY PLAN": string }>(`EXPLAIN ${q.text}`, q.values)).map((r) => r["QUERY PLAN"]).join("\n");
+        expect(plan).not.toMatch(/Seq Scan on idempotency_(records|events)/);
+        expect(plan).toMatch(/record_census/);
+        expect(plan).toMatch(/idempotency_records_operation_expires_at_idx/);
+      } finally {
+        await s.exec("ROLLBACK");
+      }
+    });
+  });
+});
