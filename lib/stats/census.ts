@@ -92,11 +92,14 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
   if (!branches.length) branches.push(`SELECT NULL::text, NULL::text, 0::bigint WHERE FALSE`);
   // Two branches (not one OR), so each is an index range: above the watermark, and the gaps.
   const opFilter = op ? ` AND e.operation = ${op}` : "";
+  // Each record by a primary-key probe (OFFSET 0 keeps the planner from hashing the whole table).
+  const probe = `CROSS JOIN LATERAL (SELECT r.operation, r.expires_at FROM idempotency_records r WHERE r.id = e.record_id OFFSET 0) r`;
   const text = `WITH unc AS MATERIALIZED (
-      SELECT r.operation, r.expires_at FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
+      SELECT r.operation, r.expires_at FROM idempotency_events e ${probe}
        WHERE e.kind = 'reserved' AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')${opFilter}
       UNION ALL
-      SELECT r.operation, r.expires_at FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id JOIN idempotency_records r ON r.id = e.record_id
+      SELECT r.operation, r.expires_at FROM rollup_gaps g
+       CROSS JOIN LATERAL (SELECT e.kind, e.operation, e.record_id FROM idempotency_events e WHERE e.id = g.event_id OFFSET 0) e ${probe}
        WHERE e.kind = 'reserved'${opFilter}
     ), ops AS MATERIALIZED (
       ${
