@@ -79,8 +79,9 @@ export async function withBenchDatabase(
   let db: Database | null = null;
   try {
     db = await openDatabase({ mode: "postgres", url }, { poolSize: opts.poolSize });
-    const [version] = await db.sql.query<{ v: string }>(`SELECT current_setting('server_version') AS v`);
-    console.log(`server: PostgreSQL ${version.v}, client cores: ${availableParallelism()}`);
+    const [version] = await db.sql.query<{ v: string; jit: string }>(`SELECT current_setting('server_version') AS v, current_setting('jit') AS jit`);
+    // Library and raw SQL alike run on the console's connections (lib/db/client.ts turns JIT off).
+    console.log(`server: PostgreSQL ${version.v}, client cores: ${availableParallelism()}; every statement on the console's connections (jit=${version.jit})`);
     await db.withSession((s) => migrate(s, { log: (l) => console.log(`  ${l}`) }));
     await fn(db, url);
     return 0;

@@ -146,16 +146,8 @@ interface PlanNode {
 }
 
 /** EXPLAIN ANALYZE one statement: execution time, its scan nodes and the rows they returned. */
-/** EXPLAIN ANALYZE with JIT off, as overviewStats runs its statements (lib/stats/overview.ts inSnapshot). */
 async function explain(s: SqlExecutor, q: { text: string; values: unknown[] }): Promise<ScanSummary> {
-  await s.exec("BEGIN");
-  let row: { "QUERY PLAN": { Plan: PlanNode; "Execution Time": number }[] };
-  try {
-    await s.exec("SET LOCAL jit = off");
-    [row] = await s.query<typeof row>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${q.text}`, q.values);
-  } finally {
-    await s.exec("ROLLBACK");
-  }
+  const [row] = await s.query<{ "QUERY PLAN": { Plan: PlanNode; "Execution Time": number }[] }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${q.text}`, q.values);
   const plan = row["QUERY PLAN"][0];
   const scans = new Map<string, number>();
   let rowsRead = 0;
@@ -250,7 +242,7 @@ async function recordCountsBench(db: Database, args: Args) {
     ["expired not purged: GROUP BY operation", p(`SELECT operation, count(*) FROM idempotency_records WHERE expires_at < $1 GROUP BY operation`, [now])],
     ["7-day forecast: GROUP BY day", p(`SELECT floor(extract(epoch FROM expires_at - $1) / 86400), count(*) FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $1::timestamptz + interval '7 days' GROUP BY 1`, [now])],
   ];
-  console.log(`\nrecord-side counts — the overview's exact counts vs the plain GROUP BY (median of ${args.runs}; rows = index entries read; each in a snapshot with JIT off, as the overview runs them)`);
+  console.log(`\nrecord-side counts — the overview's exact counts vs the plain GROUP BY (median of ${args.runs}; rows = index entries read; each in a snapshot, as the overview runs them)`);
   const rows: string[][] = [];
   for (const [label, q] of cases) {
     const run = await time(args.runs, () => db.withSession((s) => inSnapshot(s, true, () => s.query(q.text, q.values))));

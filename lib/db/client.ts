@@ -27,6 +27,12 @@ export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: nu
     // An idle connection the server drops (restart, failover, pg_terminate_backend)
     // emits 'error' on the pool; unhandled, it would crash the process.
     pool.on("error", (err) => console.warn(`database: idle connection lost (${(err as { code?: string }).code ?? err.message})`));
+    // The console reads small index ranges whose row estimates often pass jit_above_cost
+    // (a watermark or a clock read at run time): compiling them costs more (~50–100 ms a
+    // statement) than reading them. Queued before any other query on the new connection.
+    pool.on("connect", (client) => {
+      client.query("SET jit = off").catch(() => {});
+    });
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     return {
       mode: "postgres",

@@ -378,9 +378,6 @@ export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn:
   if (!snapshot) return fn();
   await session.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {
-    // Many small index ranges whose row estimates (a watermark read at run time) pass
-    // jit_above_cost: compiling them costs more (~80 ms a statement) than reading them.
-    await session.exec("SET LOCAL jit = off");
     const out = await fn();
     await session.exec("COMMIT");
     return out;
