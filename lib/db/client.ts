@@ -23,16 +23,19 @@ export interface Database {
 export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: number } = {}): Promise<Database> {
   if (config.mode === "postgres") {
     if (!config.url) throw new Error("postgres mode needs a connection string");
-    const pool = new pg.Pool({ connectionString: config.url, max: opts.poolSize ?? 10 });
+    const pool = new pg.Pool({
+      connectionString: config.url,
+      max: opts.poolSize ?? 10,
+      // The console reads small index ranges whose row estimates often pass jit_above_cost
+      // (a watermark or a clock read at run time): compiling them costs more (~50–100 ms a
+      // statement) than reading them. Awaited before the connection is handed out.
+      onConnect: async (client: pg.ClientBase) => {
+        await client.query("SET jit = off").catch(() => {});
+      },
+    });
     // An idle connection the server drops (restart, failover, pg_terminate_backend)
     // emits 'error' on the pool; unhandled, it would crash the process.
     pool.on("error", (err) => console.warn(`database: idle connection lost (${(err as { code?: string }).code ?? err.message})`));
-    // The console reads small index ranges whose row estimates often pass jit_above_cost
-    // (a watermark or a clock read at run time): compiling them costs more (~50–100 ms a
-    // statement) than reading them. Queued before any other query on the new connection.
-    pool.on("connect", (client) => {
-      client.query("SET jit = off").catch(() => {});
-    });
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     return {
       mode: "postgres",
