@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiRoute } from "@/lib/api/handler";
 import { healthReport } from "@/lib/db/health";
-import { createEmptyTestDatabase, createTestDatabase, type TestDatabase } from "./helpers/db";
+import { createEmptyTestDatabase, createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
 let migrated: TestDatabase;
 let empty: TestDatabase;
@@ -10,6 +10,16 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([migrated?.drop(), empty?.drop()]);
+});
+
+describe.skipIf(!usingPostgres)("the console's Postgres connections", () => {
+  it("run with JIT off on every connection of the pool, raw SQL, sessions and Prisma alike (lib/db/client.ts)", async () => {
+    const jit = async (q: Promise<{ jit: string }[]>) => (await q)[0].jit;
+    const many = await Promise.all(Array.from({ length: 6 }, () => jit(migrated.sql.query(`SELECT current_setting('jit') AS jit, pg_sleep(0.05)`))));
+    expect(new Set(many)).toEqual(new Set(["off"]));
+    expect(await migrated.withSession((s) => jit(s.query(`SELECT current_setting('jit') AS jit`)))).toBe("off");
+    expect(await jit(migrated.prisma.$queryRawUnsafe(`SELECT current_setting('jit') AS jit`))).toBe("off");
+  });
 });
 
 describe("healthReport", () => {
