@@ -203,7 +203,7 @@ describe("races", () => {
     expect(await done(rec.id)).toHaveLength(1);
   });
 
-  it("a writer completing a stuck record while an operator resolves it: exactly one wins, every round (30 rounds)", async () => {
+  it("a writer completing a stuck record while an operator resolves it: exactly one wins, every round (≥ 30 rounds)", async () => {
     const store = new IdempotencyStore(db.prisma);
     // Calibrate: how long an operator's request takes end to end here.
     const took: number[] = [];
@@ -213,10 +213,15 @@ describe("races", () => {
       await resolve(probe.id, operator.token, { outcome: "failed", reason: "calibration", expectedVersion: probe.version });
       took.push(performance.now() - t0);
     }
-    const delayStep = Math.max(0.5, Math.min(...took) / 8);
+    let delayStep = Math.max(0.5, Math.min(...took) / 8);
     let writerWins = 0;
     let operatorWins = 0;
-    for (let round = 0; round < 30; round++) {
+    let rounds = 0;
+    // At least 30 rounds, and on until both sides have won one (a loaded machine skews the
+    // calibration: each sweep of 10 rounds where one side never won widens the next).
+    for (let round = 0; round < 30 || ((writerWins === 0 || operatorWins === 0) && round < 120); round++) {
+      rounds++;
+      if (round > 0 && round % 10 === 0 && (writerWins === 0 || operatorWins === 0)) delayStep *= 2;
       const rec = await stuckRecord(db, { ageSeconds: 3600 });
       // The operator's request authenticates and reserves its key before its UPDATE; a head start for
       // one side or the other, swept across the rounds, lets either reach the row first.
@@ -250,7 +255,7 @@ describe("races", () => {
         expect(await done(rec.id)).toHaveLength(1);
       }
     }
-    expect(writerWins + operatorWins).toBe(30);
+    expect(writerWins + operatorWins).toBe(rounds);
     // Both sides won some rounds: the race was real.
     expect(writerWins, `writer won ${writerWins}, operator ${operatorWins}`).toBeGreaterThan(0);
     expect(operatorWins, `writer won ${writerWins}, operator ${operatorWins}`).toBeGreaterThan(0);
