@@ -63,10 +63,7 @@ export async function refreshRollups(session: SqlExecutor, opts: { batchSize?: n
   let eventsCounted = 0;
   let batches = 0;
   for (;;) {
-    await session.exec("BEGIN");
-    try {
-      await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
-      await session.query(WRITER_FLAG);
+    const batch = await asRollupWriter(session, async () => {
       await session.query(`INSERT INTO rollup_state (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [STATE]);
       const [{ watermark }] = await session.query<{ watermark: bigint }>(
         `SELECT watermark FROM rollup_state WHERE name = $1 FOR UPDATE`,
@@ -113,26 +110,35 @@ export async function refreshRollups(session: SqlExecutor, opts: { batchSize?: n
       );
       await session.query(`DELETE FROM rollup_gaps WHERE seen_at < now() - make_interval(secs => $1)`, [GAP_GRACE_SECONDS]);
       await session.query(`UPDATE rollup_state SET watermark = $2, updated_at = now() WHERE name = $1`, [STATE, upTo]);
-      await session.exec("COMMIT");
-      eventsCounted += Number(counted.n);
-      batches++;
-      if (max === null || upTo >= max) {
-        const [{ n }] = await session.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM rollup_gaps`);
-        return { watermark: upTo, eventsCounted, batches, gapsOpen: Number(n) };
-      }
-    } catch (err) {
-      await session.exec("ROLLBACK").catch(() => {});
-      throw err;
+      return { upTo, counted: Number(counted.n), done: max === null || upTo >= max };
+    });
+    eventsCounted += batch.counted;
+    batches++;
+    if (batch.done) {
+      const [{ n }] = await session.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM rollup_gaps`);
+      return { watermark: batch.upTo, eventsCounted, batches, gapsOpen: Number(n) };
     }
+  }
+}
+
+/** One transaction under the refresher's lock, as a writer of the rollups and the census (the guard trigger's flag). */
+async function asRollupWriter<T>(session: SqlExecutor, fn: () => Promise<T>): Promise<T> {
+  await session.exec("BEGIN");
+  try {
+    await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
+    await session.query(WRITER_FLAG);
+    const out = await fn();
+    await session.exec("COMMIT");
+    return out;
+  } catch (err) {
+    await session.exec("ROLLBACK").catch(() => {});
+    throw err;
   }
 }
 
 /** Throws every tier away and counts everything again (batched, resumable: counts stay exact meanwhile). */
 export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: number } = {}): Promise<RefreshResult> {
-  await session.exec("BEGIN");
-  try {
-    await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
-    await session.query(WRITER_FLAG);
+  await asRollupWriter(session, async () => {
     await session.exec(`DELETE FROM event_rollups; DELETE FROM event_rollup_tiers; DELETE FROM rollup_gaps;`);
     await session.query(
       `INSERT INTO rollup_state (name, watermark) VALUES ($1, 0)
@@ -142,11 +148,7 @@ export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: n
     // With nothing rolled up, the census holds only the records whose reserved event is
     // gone (purged events) or never existed; the refreshes below add the rest.
     await rewriteCensus(session);
-    await session.exec("COMMIT");
-  } catch (err) {
-    await session.exec("ROLLBACK").catch(() => {});
-    throw err;
-  }
+  });
   return refreshRollups(session, opts);
 }
 
@@ -157,17 +159,7 @@ export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: n
  * `reserved` event, or had their expires_at changed (lib/stats/census.ts).
  */
 export async function verifyRecordCensus(session: SqlExecutor): Promise<CensusDrift[]> {
-  await session.exec("BEGIN");
-  try {
-    await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
-    await session.query(WRITER_FLAG);
-    const drift = await rewriteCensus(session);
-    await session.exec("COMMIT");
-    return drift;
-  } catch (err) {
-    await session.exec("ROLLBACK").catch(() => {});
-    throw err;
-  }
+  return asRollupWriter(session, () => rewriteCensus(session));
 }
 
 // ---------------------------------------------------------------------------
