@@ -233,7 +233,7 @@ async function recordCountsBench(db: Database, args: Args) {
   const p = (text: string, values: unknown[] = []) => ({ text, values });
   const cases: [string, { text: string; values: unknown[] }][] = [
     ["all records, expired, 7-day forecast: lib (census)", recordTotalsSql({}, now)],
-    ["  + by status: lib (3 small ranges of (status, updated_at))", statusCountsSql({})],
+    ["  + by status: lib (3 ranges of the unsettled-status index)", statusCountsSql({})],
     ["by status: GROUP BY status (whole status index)", p(`SELECT status, count(*) FROM idempotency_records GROUP BY status`)],
     ["all, expired, forecast, operation=capture_payment: lib (census)", recordTotalsSql({ operation: "capture_payment" }, now)],
     ["  + by status, operation=capture_payment: lib", statusCountsSql({ operation: "capture_payment" })],

@@ -4,6 +4,8 @@ import type { SqlExecutor } from "@/lib/db/sql";
 import { generateDemoTraffic, mulberry32 } from "@/lib/demo/traffic";
 import { startPurge } from "@/lib/retention/runs";
 import { workRun } from "@/lib/retention/worker";
+import { readSideConfig } from "@/lib/records/config";
+import { activeByOperationSql, statusCountsSql } from "@/lib/stats/overview";
 import { countRecordsByExpiry, recordCensusSql, type ExpiryInterval } from "@/lib/stats/census";
 import { rebuildRollups, refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
 import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
@@ -268,7 +270,7 @@ describe("record census (lib/stats/census.ts)", () => {
     ).rejects.toThrow(/upgrade the console/);
   });
 
-  it.skipIf(!usingPostgres)("reads the census and index ranges, never a whole table (EXPLAIN on Postgres)", async () => {
+  it.skipIf(!usingPostgres)("reads the census and index ranges, never a whole table; small statuses index-only (EXPLAIN on Postgres)", async () => {
     const now = new Date();
     const q = recordCensusSql(intervals(now.getTime(), 12).slice(0, 4));
     await db.withSession(async (s) => {
@@ -279,6 +281,13 @@ describe("record census (lib/stats/census.ts)", () => {
         expect(plan).not.toMatch(/Seq Scan on idempotency_(records|events)/);
         expect(plan).toMatch(/record_census/);
         expect(plan).toMatch(/idempotency_records_operation_expires_at_idx/);
+        // The small statuses, per operation too, from the partial unsettled-status index alone.
+        await s.exec("SET LOCAL enable_bitmapscan = off");
+        for (const q2 of [statusCountsSql({ operation: "capture_payment" }), activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now)]) {
+          const p2 = (await s.query<{ "QUERY PLAN": string }>(`EXPLAIN ${q2.text}`, q2.values)).map((r) => r["QUERY PLAN"]).join("\n");
+          expect(p2).toMatch(/Index Only Scan using idempotency_records_unsettled_status_idx/);
+          expect(p2).not.toMatch(/Seq Scan on idempotency_records|Heap Scan on idempotency_records|Index Scan/);
+        }
       } finally {
         await s.exec("ROLLBACK");
       }

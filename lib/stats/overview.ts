@@ -20,11 +20,12 @@ import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
  *   kept from the rollups' watermark, + the partial hours at the edges + the records not
  *   counted yet), so they read a few thousand rows whatever the table size; with a scope,
  *   one pass over the scope's rows;
- * - records by status: processing, pending and failed are ranges of (status, updated_at);
- *   completed = all − those three (status is CHECK-constrained to the four);
+ * - records by status: processing, pending and failed are index-only ranges of the partial
+ *   index (status, operation, updated_at) WHERE status <> 'completed' (with a scope: the
+ *   scope pass above); completed = all − those three (status is CHECK-constrained);
  * - processing/pending by operation (stuck = processing and unchanged for longer than its
- *   operation's STUCK_THRESHOLDS, oldest pending, pending age distribution): the two small
- *   ranges of (status, updated_at);
+ *   operation's STUCK_THRESHOLDS, oldest pending, pending age distribution): ranges of the
+ *   same index;
  * - open reconciliation items: (state, next_check_at).
  *
  * Event side (requests, replays, conflicts, rates, the charts): lib/stats/rollups.ts
@@ -251,6 +252,7 @@ export function recordTotalsSql(f: { operation?: string; scope?: string }, now: 
     text: `SELECT k.name, r.operation, count(*)::bigint AS n FROM idempotency_records r
              CROSS JOIN LATERAL (
                SELECT 'all'
+               UNION ALL SELECT 'status:' || r.status WHERE r.status <> 'completed'
                UNION ALL SELECT 'expired' WHERE r.expires_at < ${nowP}
                UNION ALL SELECT 'd' || floor(extract(epoch FROM r.expires_at - ${nowP}) / 86400)::int
                  WHERE r.expires_at >= ${nowP} AND r.expires_at < ${nowP} + make_interval(days => ${p.add(FORECAST_DAYS)})
@@ -281,15 +283,19 @@ export function openReconciliationSql(f: { operation?: string; scope?: string })
 }
 
 /**
- * The three small statuses, exact, in one statement: ranges of (status, updated_at);
+ * The three small statuses, exact, in one statement (rows: { name: 'status:<status>', n });
  * completed = all (recordTotalsSql) − these (status is CHECK-constrained to the four).
+ * Index-only ranges of the partial index (status, operation, updated_at) WHERE status <>
+ * 'completed' (migration 20261130080000). With a scope, recordTotalsSql's one pass over the
+ * scope's rows counts them too, and this reads nothing.
  */
 export function statusCountsSql(f: { operation?: string; scope?: string }) {
+  if (f.scope) return { text: `SELECT NULL::text AS name, 0::bigint AS n WHERE FALSE`, values: [] as unknown[] };
   const p = paramList();
   const fr = recordFilters(p, f);
-  const count = (cond: string) => `(SELECT count(*) FROM idempotency_records r WHERE ${cond}${fr})::bigint`;
+  const count = (status: string) => `SELECT 'status:${status}' AS name, count(*)::bigint AS n FROM idempotency_records r WHERE r.status = '${status}'${fr}`;
   return {
-    text: `SELECT ${count("r.status = 'processing'")} AS processing, ${count("r.status = 'pending'")} AS pending, ${count("r.status = 'failed'")} AS failed`,
+    text: `${count("processing")} UNION ALL ${count("pending")} UNION ALL ${count("failed")}`,
     values: p.values,
   };
 }
@@ -418,7 +424,7 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   const sql = overviewSql(input, now, thresholds);
 
   const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
-    status: await q<{ processing: bigint; pending: bigint; failed: bigint }>(session, sql.status),
+    status: await q<{ name: string; n: bigint }>(session, sql.status),
     totals: await q<{ name: string; operation: string; n: bigint }>(session, sql.totals),
     active: await q<{ operation: string; processing: bigint; stuck: bigint; oldestStuck: Date | null; pending: bigint; oldestPending: Date | null }>(
       session,
@@ -432,13 +438,12 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
     scopes: await q<{ scope: string }>(session, sql.scopes),
   }));
 
-  const [st] = data.status;
-  const totalOf = (name: string) => data.totals.reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
+  const totalOf = (name: string) => [...data.totals, ...data.status].reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
   const byStatus: Record<RecordStatus, number> = {
-    processing: Number(st.processing),
-    pending: Number(st.pending),
-    completed: totalOf("all") - Number(st.processing + st.pending + st.failed),
-    failed: Number(st.failed),
+    processing: totalOf("status:processing"),
+    pending: totalOf("status:pending"),
+    completed: totalOf("all") - totalOf("status:processing") - totalOf("status:pending") - totalOf("status:failed"),
+    failed: totalOf("status:failed"),
   };
 
   // Per operation: processing/pending/stuck and expired, merged.
