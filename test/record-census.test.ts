@@ -6,8 +6,8 @@ import { startPurge } from "@/lib/retention/runs";
 import { workRun } from "@/lib/retention/worker";
 import { readSideConfig } from "@/lib/records/config";
 import { activeByOperationSql, statusCountsSql } from "@/lib/stats/overview";
-import { countRecordsByExpiry, recordCensusSql, type ExpiryInterval } from "@/lib/stats/census";
-import { rebuildRollups, refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
+import { countRecordsByExpiry, readCensusDrift, recordCensusSql, type ExpiryInterval } from "@/lib/stats/census";
+import { rebuildRollups, refreshRollups, repairRecordCensus, verifyRecordCensus } from "@/lib/stats/rollups";
 import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
 /**
@@ -165,7 +165,7 @@ describe("record census (lib/stats/census.ts)", () => {
     expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
   }, 240_000);
 
-  it("writers, the refresher and a purge at once: exact afterwards, and no drift", async () => {
+  it("writers, the refresher, a purge and census checks at once: exact afterwards, and never any drift", async () => {
     let writing = true;
     let written = 0;
     // Writers reserve and complete records that are already expired (purge-eligible) and fresh ones.
@@ -200,13 +200,26 @@ describe("record census (lib/stats/census.ts)", () => {
       }
       return deleted;
     };
+    // verifyRecordCensus reads its snapshot without the lock, while all of the above goes on:
+    // refreshes and purges in flight must never look like drift.
+    const verifies: number[] = [];
+    const verifier = async () => {
+      while (writing) {
+        const drift = await db.withSession((s) => verifyRecordCensus(s));
+        verifies.push(drift.length);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
     const lanes = usingPostgres ? 4 : 2;
     const work = Promise.all(Array.from({ length: lanes }, (_, l) => writer(l)));
     const loop = refresher();
+    const checks = verifier();
     const deleted = await purges();
     await work;
     writing = false;
-    await loop;
+    await Promise.all([loop, checks]);
+    expect(verifies.length).toBeGreaterThan(2);
+    expect(verifies.filter((n) => n > 0)).toEqual([]);
     expect(written).toBeGreaterThan(100);
     expect(deleted).toBeGreaterThan(0);
     await expectExact("after the race, before the last refresh", 7);
@@ -244,6 +257,32 @@ describe("record census (lib/stats/census.ts)", () => {
     await expectExact("repaired", 9);
     expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
   }, 120_000);
+
+  it("a repair adds the drift it read as increments: a refresh between the check's snapshot and its repair is kept", async () => {
+    await db.withSession((s) => refreshRollups(s));
+    // Drift in one operation-hour (a record deleted behind the console's back)…
+    const [gone] = await db.sql.query<{ operation: string; expires_at: Date; created_at: Date }>(
+      `DELETE FROM idempotency_records WHERE id = (SELECT max(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold AND expires_at BETWEEN now() + interval '2 hours' AND now() + interval '20 days')
+       RETURNING operation, expires_at, created_at`,
+    );
+    const [drift] = await db.withSession(async (s) => {
+      await s.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      try {
+        return await readCensusDrift(s);
+      } finally {
+        await s.exec("COMMIT");
+      }
+    }).then((d) => [d]);
+    const hour = new Date(Math.floor(gone.expires_at.getTime() / HOUR) * HOUR);
+    expect(drift.map((d) => [d.operation, d.expiresHour.toISOString(), d.should - d.had])).toEqual([[gone.operation, hour.toISOString(), -1]]);
+    // …then, before the repair, a new record in the same operation-hour is reserved and rolled up.
+    const ttl = Math.round((hour.getTime() + 30 * 60_000 - Date.now()) / 1000);
+    const r = await new IdempotencyStore(db.prisma).begin({ scope: "tenant:census-repair", operation: gone.operation, key: "repair-1", payload: { x: 1 }, ttlSeconds: ttl });
+    expect(Math.floor(r.record.expiresAt.getTime() / HOUR) * HOUR).toBe(hour.getTime());
+    await db.withSession((s) => refreshRollups(s));
+    await db.withSession((s) => repairRecordCensus(s, drift));
+    await expectExact("repaired after a refresh in between", 11);
+  });
 
   it("a rebuild recounts it, including records whose reserved events were purged", async () => {
     // Reserved events gone (an events purge), records still there: they stay counted.

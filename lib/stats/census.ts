@@ -186,26 +186,59 @@ export interface CensusDrift {
   should: number;
 }
 
+/** The differences between the census and the records, in the caller's snapshot (reads only). */
+const CENSUS_DRIFT_SQL = `WITH truth AS MATERIALIZED (${CENSUS_TRUTH_SQL})
+  SELECT COALESCE(t.operation, c.operation) AS operation, COALESCE(t.expires_hour, c.expires_hour) AS expires_hour,
+         COALESCE(c.count, 0) AS had, COALESCE(t.n, 0) AS should
+    FROM truth t FULL JOIN record_census c ON c.operation = t.operation AND c.expires_hour = t.expires_hour
+   WHERE COALESCE(c.count, 0) <> COALESCE(t.n, 0)
+   ORDER BY 1, 2`;
+
+const driftRows = (rows: { operation: string; expires_hour: Date; had: bigint | null; should: bigint | null }[]): CensusDrift[] =>
+  rows.map((r) => ({ operation: r.operation, expiresHour: r.expires_hour, had: Number(r.had ?? 0), should: Number(r.should ?? 0) }));
+
 /**
- * Recounts the census from the records in one snapshot and writes what it should hold;
- * returns the differences found (none, unless something broke the invariant above).
- * O(records). `session` must be one connection; `lock` is the refresher's (the caller's
- * transaction must hold it: refreshes and purges cannot move the census meanwhile).
+ * The census's drift, read in one snapshot that the caller opened (REPEATABLE READ): the
+ * census, the watermark, the gaps and the records as of one moment, so refreshes and purges
+ * in flight (invisible to it, census change and all) never show up as drift. O(records).
+ */
+export async function readCensusDrift(session: SqlExecutor): Promise<CensusDrift[]> {
+  return driftRows(await session.query(CENSUS_DRIFT_SQL));
+}
+
+/**
+ * Adds drift found in an earlier snapshot as increments, under the refresher's lock (the
+ * caller's transaction): whatever refreshes and purges changed since stays theirs.
+ */
+export async function applyCensusDrift(session: SqlExecutor, drift: readonly CensusDrift[]): Promise<void> {
+  if (!drift.length) return;
+  await session.query(
+    `WITH d AS (
+       SELECT x->>'operation' AS operation, (x->>'expiresHour')::timestamptz AS expires_hour, (x->>'delta')::bigint AS delta
+         FROM jsonb_array_elements($1::jsonb) x
+     ), up AS (
+       UPDATE record_census c SET count = GREATEST(c.count + d.delta, 0)
+         FROM d WHERE c.operation = d.operation AND c.expires_hour = d.expires_hour
+       RETURNING c.operation, c.expires_hour
+     )
+     INSERT INTO record_census (operation, expires_hour, count)
+     SELECT d.operation, d.expires_hour, GREATEST(d.delta, 0) FROM d
+      WHERE NOT EXISTS (SELECT 1 FROM up WHERE up.operation = d.operation AND up.expires_hour = d.expires_hour)`,
+    [JSON.stringify(drift.map((d) => ({ operation: d.operation, expiresHour: d.expiresHour.toISOString(), delta: d.should - d.had })))],
+  );
+}
+
+/**
+ * Sets the census to what it should hold (absolute), under the refresher's lock (the
+ * caller's transaction) — for rebuildRollups. Returns the differences it wrote.
  */
 export async function rewriteCensus(session: SqlExecutor): Promise<CensusDrift[]> {
-  const rows = await session.query<{ operation: string; expires_hour: Date; had: bigint | null; should: bigint | null }>(
-    `WITH truth AS MATERIALIZED (${CENSUS_TRUTH_SQL}),
-     diff AS (
-       SELECT COALESCE(t.operation, c.operation) AS operation, COALESCE(t.expires_hour, c.expires_hour) AS expires_hour,
-              COALESCE(c.count, 0) AS had, COALESCE(t.n, 0) AS should
-         FROM truth t FULL JOIN record_census c ON c.operation = t.operation AND c.expires_hour = t.expires_hour
-        WHERE COALESCE(c.count, 0) <> COALESCE(t.n, 0)
-     ), up AS (
-       INSERT INTO record_census (operation, expires_hour, count)
-       SELECT operation, expires_hour, should FROM diff
-       ON CONFLICT (operation, expires_hour) DO UPDATE SET count = EXCLUDED.count
-     )
-     SELECT operation, expires_hour, had, should FROM diff ORDER BY 1, 2`,
+  const drift = await readCensusDrift(session);
+  await session.query(
+    `INSERT INTO record_census (operation, expires_hour, count)
+     SELECT x->>'operation', (x->>'expiresHour')::timestamptz, (x->>'should')::bigint FROM jsonb_array_elements($1::jsonb) x
+     ON CONFLICT (operation, expires_hour) DO UPDATE SET count = EXCLUDED.count`,
+    [JSON.stringify(drift.map((d) => ({ operation: d.operation, expiresHour: d.expiresHour.toISOString(), should: d.should })))],
   );
-  return rows.map((r) => ({ operation: r.operation, expiresHour: r.expires_hour, had: Number(r.had ?? 0), should: Number(r.should ?? 0) }));
+  return drift;
 }

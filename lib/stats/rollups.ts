@@ -1,6 +1,6 @@
 import type { SqlExecutor } from "../db/sql";
 import { paramList } from "../records/row";
-import { CENSUS_REFRESH_CTE, rewriteCensus, type CensusDrift } from "./census";
+import { applyCensusDrift, CENSUS_REFRESH_CTE, readCensusDrift, rewriteCensus, type CensusDrift } from "./census";
 
 /**
  * Rollups of idempotency_events by (operation, scope, kind), kept incrementally from an
@@ -32,6 +32,8 @@ import { CENSUS_REFRESH_CTE, rewriteCensus, type CensusDrift } from "./census";
 
 const ROLLUP_LOCK_ID = 72707371;
 const STATE = "events";
+/** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
+export const CENSUS_VERIFIED = "census_verified";
 export const GAP_GRACE_SECONDS = 15 * 60;
 
 /** The tiers, finest first; each grain divides the next. 60 = event_rollups, the rest event_rollup_tiers. */
@@ -153,13 +155,37 @@ export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: n
 }
 
 /**
- * Recounts the record census from the records (O(records), one snapshot, under the
- * refresher's lock), repairs it, and returns the drift it found: none, unless records
- * were deleted by something other than the console's purge, inserted without a
- * `reserved` event, or had their expires_at changed (lib/stats/census.ts).
+ * Recounts the record census from the records and repairs it; returns the drift it found:
+ * none, unless records were deleted by something other than the console's purge, inserted
+ * without a `reserved` event, or had their expires_at changed (lib/stats/census.ts).
+ * The O(records) recount reads one REPEATABLE READ snapshot without the refresher's lock
+ * (refreshes and purge batches go on meanwhile); only the repair, added as increments,
+ * takes it. Records when it last ran (rollup_state 'census_verified').
  */
 export async function verifyRecordCensus(session: SqlExecutor): Promise<CensusDrift[]> {
-  return asRollupWriter(session, () => rewriteCensus(session));
+  await session.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  let drift: CensusDrift[];
+  try {
+    drift = await readCensusDrift(session);
+    await session.exec("COMMIT");
+  } catch (err) {
+    await session.exec("ROLLBACK").catch(() => {});
+    throw err;
+  }
+  await repairRecordCensus(session, drift);
+  return drift;
+}
+
+/** Adds drift read in an earlier snapshot to the census as increments, under the refresher's lock (see above). */
+export async function repairRecordCensus(session: SqlExecutor, drift: readonly CensusDrift[]): Promise<void> {
+  await asRollupWriter(session, async () => {
+    await applyCensusDrift(session, drift);
+    await session.query(
+      `INSERT INTO rollup_state (name, watermark, updated_at) VALUES ($1, $2, now())
+       ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, updated_at = now()`,
+      [CENSUS_VERIFIED, drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0)],
+    );
+  });
 }
 
 // ---------------------------------------------------------------------------
