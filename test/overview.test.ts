@@ -9,7 +9,7 @@ import { queueSummary } from "@/lib/records/queue";
 import { readSideConfig } from "@/lib/records/config";
 import { expiryStats } from "@/lib/stats/expiry";
 import { EVENT_KINDS, PENDING_AGE_BUCKETS, seriesStep } from "@/lib/stats/overview";
-import { createRollupRefresher, refreshSecondsFromEnv } from "@/lib/stats/refresher";
+import { censusVerifySecondsFromEnv, createRollupRefresher, refreshSecondsFromEnv } from "@/lib/stats/refresher";
 import { countEvents, refreshRollups } from "@/lib/stats/rollups";
 import { createTestToken, createTestUser, sessionCookie, useTestAuthEnv } from "./helpers/auth-fixtures";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
@@ -453,6 +453,36 @@ describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
     expect((await r.runOnce()).status).toBe("refreshed");
     await r.stop();
   }, 60_000);
+
+  it("checks the record census every CENSUS_VERIFY_HOURS: not at its first tick; then repairs drift and warns", async () => {
+    await db.sql.exec(`DELETE FROM rollup_state WHERE name = 'census_verified'`);
+    const warnings: string[] = [];
+    const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, censusVerifySeconds: 3600, log: { log: () => {}, warn: (m: string) => warnings.push(m) } });
+    try {
+      expect(["idle", "refreshed"]).toContain((await r.runOnce()).status); // starts the clock, no check
+      const [{ at }] = await db.sql.query<{ at: Date }>(`SELECT updated_at AS at FROM rollup_state WHERE name = 'census_verified'`);
+      expect(at).toBeInstanceOf(Date);
+      expect(await r.runOnce()).toEqual({ status: "idle" });
+      // Due (an hour ago), with a record deleted behind the console's back.
+      await db.sql.exec(`UPDATE rollup_state SET updated_at = now() - interval '61 minutes' WHERE name = 'census_verified'`);
+      await db.sql.exec(`DELETE FROM idempotency_records WHERE id = (SELECT min(id) FROM idempotency_records WHERE status = 'completed')`);
+      const checked = await r.runOnce();
+      expect(checked).toMatchObject({ status: "verified", census: { driftHours: 1, driftRecords: 1 } });
+      expect(warnings.join("\n")).toContain("off by 1 record(s)");
+      expect(await r.runOnce()).toEqual({ status: "idle" }); // not due again for an hour
+      await expectExact("after the census check", cases()[1][1]);
+    } finally {
+      await r.stop();
+    }
+  }, 60_000);
+
+  it("reads CENSUS_VERIFY_HOURS (default 24, 0 = off, garbage → default with a warning)", () => {
+    const warn = { warn: () => {} };
+    expect(censusVerifySecondsFromEnv({}, warn)).toBe(86_400);
+    expect(censusVerifySecondsFromEnv({ CENSUS_VERIFY_HOURS: "0" }, warn)).toBe(0);
+    expect(censusVerifySecondsFromEnv({ CENSUS_VERIFY_HOURS: "6" }, warn)).toBe(21_600);
+    expect(censusVerifySecondsFromEnv({ CENSUS_VERIFY_HOURS: "1d" }, warn)).toBe(86_400);
+  });
 
   it("reads ROLLUP_REFRESH_SECONDS (default 15, 0 = off, garbage → default with a warning)", () => {
     const warn = { warn: () => {} };

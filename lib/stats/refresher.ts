@@ -1,6 +1,6 @@
 import type { Database } from "../db/client";
 import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
-import { refreshRollups, type RefreshResult } from "./rollups";
+import { CENSUS_VERIFIED, refreshRollups, verifyRecordCensus, type RefreshResult } from "./rollups";
 
 /**
  * The background rollup refresher of the server process (started by instrumentation.ts,
@@ -19,6 +19,10 @@ import { refreshRollups, type RefreshResult } from "./rollups";
  * - Never takes the server down: every failure (database down, lock timeout, bug) is
  *   caught and logged — the first one, then at most every 5 minutes while it persists,
  *   and the recovery — and the next tick tries again.
+ * - Every CENSUS_VERIFY_HOURS (default 24; 0 = off) it also checks the record census
+ *   against the records (verifyRecordCensus: O(records), read in a snapshot without the
+ *   refresher's lock), repairs any drift and warns about it. The clock starts at the first
+ *   tick on a database (no check at boot).
  * - Ticks never overlap (the next is scheduled when one ends); the timer is unref'd, and
  *   cleared on process exit. A tick cut off by exit leaves nothing half-done: each batch
  *   of refreshRollups is one transaction, rolled back with the dropped connection.
@@ -27,9 +31,18 @@ import { refreshRollups, type RefreshResult } from "./rollups";
 /** Distinct from refreshRollups' transaction lock (72707371) and the migration lock (72707369). */
 export const REFRESHER_LOCK_ID = 72707380;
 export const DEFAULT_REFRESH_SECONDS = 15;
+export const DEFAULT_CENSUS_VERIFY_HOURS = 24;
+
+/** What a census check found (records = the sum of the absolute differences). */
+export interface CensusCheck {
+  driftHours: number;
+  driftRecords: number;
+  ms: number;
+}
 
 export type TickOutcome =
-  | { status: "refreshed"; result: RefreshResult; ms: number }
+  | { status: "refreshed"; result: RefreshResult; ms: number; census?: CensusCheck }
+  | { status: "verified"; census: CensusCheck }
   | { status: "idle" }
   | { status: "locked" }
   | { status: "busy" }
@@ -42,6 +55,8 @@ export interface RefresherOptions {
   /** Seconds between the end of one tick and the start of the next; 0 = no timer (runOnce only). */
   intervalSeconds?: number;
   batchSize?: number;
+  /** Seconds between census checks; 0 = none (default: CENSUS_VERIFY_HOURS). */
+  censusVerifySeconds?: number;
   log?: Pick<Console, "log" | "warn">;
 }
 
@@ -56,22 +71,56 @@ export function refreshSecondsFromEnv(env: Record<string, string | undefined> = 
   return DEFAULT_REFRESH_SECONDS;
 }
 
+/** CENSUS_VERIFY_HOURS: whole hours ≥ 0 (0 = off); anything else → the default, with a warning. Returns seconds. */
+export function censusVerifySecondsFromEnv(env: Record<string, string | undefined> = process.env, log: Pick<Console, "warn"> = console): number {
+  const text = env.CENSUS_VERIFY_HOURS?.trim();
+  if (!text) return DEFAULT_CENSUS_VERIFY_HOURS * 3600;
+  if (/^\d{1,5}$/.test(text)) return Number(text) * 3600;
+  log.warn(`rollups: CENSUS_VERIFY_HOURS="${text}" is not a whole number of hours; using ${DEFAULT_CENSUS_VERIFY_HOURS}`);
+  return DEFAULT_CENSUS_VERIFY_HOURS * 3600;
+}
+
 export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
   let firstRun = true;
   const intervalSeconds = opts.intervalSeconds ?? DEFAULT_REFRESH_SECONDS;
+  const verifySeconds = opts.censusVerifySeconds ?? censusVerifySecondsFromEnv(process.env, opts.log ?? console);
+  const log = opts.log ?? console;
 
   async function work(): Promise<TickOutcome> {
     const database = await opts.database();
     return database.withSession(async (s) => {
-      const [{ due }] = await s.query<{ due: boolean }>(
+      const [{ due, verifyDue, verifyUnset }] = await s.query<{ due: boolean; verifyDue: boolean | null; verifyUnset: boolean }>(
         `SELECT COALESCE((SELECT max(id) FROM idempotency_events), 0) > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)
-                OR EXISTS (SELECT 1 FROM rollup_gaps) AS due`,
+                OR EXISTS (SELECT 1 FROM rollup_gaps) AS due,
+                $1::int > 0 AND (SELECT updated_at FROM rollup_state WHERE name = $2) < now() - make_interval(secs => $1::int) AS "verifyDue",
+                NOT EXISTS (SELECT 1 FROM rollup_state WHERE name = $2) AS "verifyUnset"`,
+        [verifySeconds, CENSUS_VERIFIED],
       );
-      if (!due) return { status: "idle" } as const;
-      const outcome = await withTryAdvisoryLock(s, REFRESHER_LOCK_ID, async () => {
-        const t = performance.now();
-        const result = await refreshRollups(s, { batchSize: opts.batchSize });
-        return { status: "refreshed", result, ms: Math.round(performance.now() - t) } as const;
+      if (verifySeconds > 0 && verifyUnset) {
+        // The clock starts at the first tick on this database: no O(records) check at boot.
+        await s.query(`INSERT INTO rollup_state (name, watermark) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, [CENSUS_VERIFIED]);
+      }
+      if (!due && !verifyDue) return { status: "idle" } as const;
+      const outcome = await withTryAdvisoryLock(s, REFRESHER_LOCK_ID, async (): Promise<TickOutcome> => {
+        let refreshed: { result: RefreshResult; ms: number } | null = null;
+        if (due) {
+          const t = performance.now();
+          const result = await refreshRollups(s, { batchSize: opts.batchSize });
+          refreshed = { result, ms: Math.round(performance.now() - t) };
+        }
+        let census: CensusCheck | undefined;
+        if (verifyDue) {
+          const t = performance.now();
+          const drift = await verifyRecordCensus(s);
+          census = { driftHours: drift.length, driftRecords: drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0), ms: Math.round(performance.now() - t) };
+          if (drift.length) {
+            log.warn(
+              `rollups: the record census was off by ${census.driftRecords} record(s) in ${drift.length} operation-hour(s) and is repaired — records deleted by something other than the console's purge, inserted without a reserved event, or with a changed expires_at (lib/stats/census.ts)`,
+            );
+          }
+        }
+        if (refreshed) return { status: "refreshed", ...refreshed, ...(census ? { census } : {}) };
+        return { status: "verified", census: census! };
       });
       return outcome ?? ({ status: "locked" } as const);
     });
