@@ -12,6 +12,25 @@ export interface SqlExecutor {
   exec(script: string): Promise<void>;
 }
 
+/** The read-only snapshot the read side reads many statements in, so that their numbers agree. */
+export const SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+/**
+ * Runs `fn` in one transaction on `session` (one connection: Database.withSession):
+ * `begin` (default BEGIN), then COMMIT, or ROLLBACK if `fn` throws.
+ */
+export async function inTransaction<T>(session: SqlExecutor, fn: () => Promise<T>, begin = "BEGIN"): Promise<T> {
+  await session.exec(begin);
+  try {
+    const out = await fn();
+    await session.exec("COMMIT");
+    return out;
+  } catch (err) {
+    await session.exec("ROLLBACK").catch(() => {});
+    throw err;
+  }
+}
+
 // BIGINT as BigInt, like Prisma. Per query: a global parser would break the Prisma
 // adapter sharing the pool, which expects pg's default strings.
 const PG_TYPES = {

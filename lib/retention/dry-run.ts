@@ -1,5 +1,5 @@
 import type { Prisma } from "../generated/prisma/client";
-import type { SqlExecutor } from "../db/sql";
+import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import {
   EVENT_PROTECTIONS,
   eventEligibleSql,
@@ -123,17 +123,7 @@ export async function dryRunInSnapshot(
   asOf: Date,
   opts: { samples?: number } = {},
 ): Promise<DryRun> {
-  return withSession(async (s) => {
-    await s.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    try {
-      const out = await dryRun(readerOf(s), rules, asOf, opts);
-      await s.exec("COMMIT");
-      return out;
-    } catch (err) {
-      await s.exec("ROLLBACK").catch(() => {});
-      throw err;
-    }
-  });
+  return withSession((s) => inTransaction(s, () => dryRun(readerOf(s), rules, asOf, opts), SNAPSHOT));
 }
 
 /** Eligible totals (what a run started now with these rules estimates; the dry run's totals). */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { SqlExecutor } from "../db/sql";
+import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { describeThresholds, readSideConfig, type StuckThresholds } from "../records/config";
 import { isoTime, optional, resolveRange } from "../records/params";
@@ -381,16 +381,7 @@ export function seriesBuckets(from: Date, to: Date, stepSeconds: number): Date[]
 
 /** Runs `fn` in one read-only snapshot (or as is). */
 export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn: () => Promise<T>): Promise<T> {
-  if (!snapshot) return fn();
-  await session.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  try {
-    const out = await fn();
-    await session.exec("COMMIT");
-    return out;
-  } catch (err) {
-    await session.exec("ROLLBACK").catch(() => {});
-    throw err;
-  }
+  return snapshot ? inTransaction(session, fn, SNAPSHOT) : fn();
 }
 
 /** Every statement overviewStats runs, by name (for bench/read-side.ts's EXPLAIN). */

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from "../db/sql";
+import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { paramList } from "../records/row";
 import { applyCensusDrift, CENSUS_REFRESH_CTE, readCensusDrift, rewriteCensus, type CensusDrift } from "./census";
 
@@ -125,17 +125,11 @@ export async function refreshRollups(session: SqlExecutor, opts: { batchSize?: n
 
 /** One transaction under the refresher's lock, as a writer of the rollups and the census (the guard trigger's flag). */
 async function asRollupWriter<T>(session: SqlExecutor, fn: () => Promise<T>): Promise<T> {
-  await session.exec("BEGIN");
-  try {
+  return inTransaction(session, async () => {
     await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
     await session.query(WRITER_FLAG);
-    const out = await fn();
-    await session.exec("COMMIT");
-    return out;
-  } catch (err) {
-    await session.exec("ROLLBACK").catch(() => {});
-    throw err;
-  }
+    return fn();
+  });
 }
 
 /** Throws every tier away and counts everything again (batched, resumable: counts stay exact meanwhile). */
@@ -163,15 +157,7 @@ export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: n
  * takes it. Records when it last ran (rollup_state 'census_verified').
  */
 export async function verifyRecordCensus(session: SqlExecutor): Promise<CensusDrift[]> {
-  await session.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-  let drift: CensusDrift[];
-  try {
-    drift = await readCensusDrift(session);
-    await session.exec("COMMIT");
-  } catch (err) {
-    await session.exec("ROLLBACK").catch(() => {});
-    throw err;
-  }
+  const drift = await inTransaction(session, () => readCensusDrift(session), SNAPSHOT);
   await repairRecordCensus(session, drift);
   return drift;
 }
