@@ -11,6 +11,15 @@ export const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
  * `--name N` / `--name=N` whole-number flags into `defaults`, plus `--keep` and `--help`.
  * `numeric` maps each flag to its field; fields in `zeroAllowed` may be 0, others must be ≥ 1.
  */
+/** A plain-text table: the first column left-aligned, the others right-aligned (figures). */
+export function table(header: string[], rows: string[][]) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(line(header));
+  console.log(widths.map((w) => "-".repeat(w)).join("  "));
+  for (const r of rows) console.log(line(r));
+}
+
 export function parseBenchArgs<A extends { keep: boolean }>(
   argv: string[],
   defaults: A,

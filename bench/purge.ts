@@ -28,7 +28,7 @@ import { loadRules, type PolicyRule } from "@/lib/retention/rules";
 import { startPurge } from "@/lib/retention/runs";
 import { eventDeleteSql, recordCandidatesSql, windowFor, workRun } from "@/lib/retention/worker";
 import { refreshRollups } from "@/lib/stats/rollups";
-import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase } from "./common";
+import { fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase } from "./common";
 
 interface Args {
   records: number;
@@ -119,14 +119,6 @@ async function writer(db: Database, lanes: number, label: string, until: Promise
     }),
   );
   return { ops: latencies.length, seconds: (performance.now() - started) / 1000, latencies, errors };
-}
-
-function table(header: string[], rows: string[][]) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const r of rows) console.log(line(r));
 }
 
 /** The scan nodes of a statement's plan (EXPLAIN, not executed). */

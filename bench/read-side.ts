@@ -32,7 +32,7 @@ import { availableParallelism } from "node:os";
 import type { Database } from "@/lib/db/client";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { bulkGenerate } from "@/lib/demo/bulk";
-import { fmt, parseBenchArgs, runBench, settle, withBenchDatabase, withDeferredIndexes } from "./common";
+import { fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase, withDeferredIndexes } from "./common";
 import { readSideConfig } from "@/lib/records/config";
 import { stuckAndPending } from "@/lib/records/queue";
 import { searchRecords, type SearchInput } from "@/lib/records/search";
@@ -81,14 +81,6 @@ async function time<T>(runs: number, fn: () => Promise<T>): Promise<{ ms: number
   }
   times.sort((a, b) => a - b);
   return { ms: times[Math.floor(times.length / 2)], result };
-}
-
-function table(header: string[], rows: string[][]) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
-  console.log(line(header));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const r of rows) console.log(line(r));
 }
 
 /** Runs `fn` with index and bitmap scans disabled (one transaction): the cost of the same SQL without its indexes. */

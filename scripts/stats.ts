@@ -13,6 +13,7 @@
  * One JSON line on stdout.
  */
 import { CliError, openMigratedDatabase, runCli, UsageError } from "./cli-common";
+import { driftRecords } from "../lib/stats/census";
 import { rebuildRollups, refreshRollups, verifyRecordCensus } from "../lib/stats/rollups";
 
 const USAGE = "usage: npm run stats -- refresh | rebuild | verify";
@@ -25,7 +26,7 @@ async function main(): Promise<number> {
   try {
     if (args[0] === "verify") {
       const drift = await db.withSession((s) => verifyRecordCensus(s));
-      const records = drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0);
+      const records = driftRecords(drift);
       console.log(JSON.stringify({ command: "verify", ms: Date.now() - started, driftHours: drift.length, driftRecords: records, drift: drift.slice(0, 50) }));
       if (drift.length) console.error(`stats: the record census was off by ${records} record(s) in ${drift.length} operation-hour(s); repaired`);
       return drift.length ? 2 : 0;

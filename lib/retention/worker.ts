@@ -6,7 +6,7 @@ import type { Database } from "../db/client";
 import { purgeLeaseSeconds, purgePollSeconds } from "./config";
 import { eventEligibleSql, Params, recordEligibleSql } from "./eligibility";
 import { purgeCensusSql } from "../stats/census";
-import { ROLLUP_LOCK, WRITER_FLAG } from "../stats/rollups";
+import { ROLLUP_LOCK_ID, WRITER_FLAG } from "../stats/rollups";
 import { LEGAL_HOLD_LOCK_ID } from "./legal-holds";
 import type { PolicyRule } from "./rules";
 import { finishRun, runView, type PurgeRunView } from "./runs";
@@ -130,7 +130,7 @@ async function recordsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi:
   if (deleted.length) {
     // The census (lib/stats/census.ts) loses the counted ones in this same transaction,
     // under the refresher's lock, so it never sees half a purge.
-    await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${ROLLUP_LOCK})`);
+    await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${ROLLUP_LOCK_ID})`);
     await tx.$executeRawUnsafe(WRITER_FLAG);
     const c = purgeCensusSql(JSON.stringify(deleted.map((x) => ({ id: x.id.toString(), operation: x.operation, expiresAt: x.expiresAt.toISOString() }))));
     await tx.$executeRawUnsafe(c.text, ...c.values);

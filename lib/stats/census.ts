@@ -38,13 +38,18 @@ const UNROLLED = (e: string) =>
   `${e}.kind = 'reserved' AND (${e}.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
      OR ${e}.id IN (SELECT g.event_id FROM rollup_gaps g))`;
 
-/** The records not counted yet: those of the reserved events not rolled up (two index ranges: above the watermark, the gaps). */
-const UNCOUNTED_IDS_SQL = `SELECT e.record_id FROM idempotency_events e
+/**
+ * The records not counted yet: those of the reserved events not rolled up, as record_id —
+ * two index ranges (not one OR): above the watermark, and the gaps (each gap probed by
+ * primary key; OFFSET 0 keeps the planner from scanning the events for them).
+ */
+const uncountedIdsSql = (opFilter = "") => `SELECT e.record_id FROM idempotency_events e
      WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL
-       AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
+       AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')${opFilter}
     UNION ALL
-    SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
-     WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL`;
+    SELECT e.record_id FROM rollup_gaps g
+     CROSS JOIN LATERAL (SELECT e.kind, e.operation, e.record_id FROM idempotency_events e WHERE e.id = g.event_id OFFSET 0) e
+     WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL${opFilter}`;
 
 /** An interval of expires_at: [from, to); null = open. */
 export interface ExpiryInterval {
@@ -90,17 +95,10 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     }
   }
   if (!branches.length) branches.push(`SELECT NULL::text, NULL::text, 0::bigint WHERE FALSE`);
-  // Two branches (not one OR), so each is an index range: above the watermark, and the gaps.
-  const opFilter = op ? ` AND e.operation = ${op}` : "";
-  // Each record by a primary-key probe (OFFSET 0 keeps the planner from hashing the whole table).
-  const probe = `CROSS JOIN LATERAL (SELECT r.operation, r.expires_at FROM idempotency_records r WHERE r.id = e.record_id OFFSET 0) r`;
+  // Each uncounted record by a primary-key probe (OFFSET 0 keeps the planner from hashing the whole table).
   const text = `WITH unc AS MATERIALIZED (
-      SELECT r.operation, r.expires_at FROM idempotency_events e ${probe}
-       WHERE e.kind = 'reserved' AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')${opFilter}
-      UNION ALL
-      SELECT r.operation, r.expires_at FROM rollup_gaps g
-       CROSS JOIN LATERAL (SELECT e.kind, e.operation, e.record_id FROM idempotency_events e WHERE e.id = g.event_id OFFSET 0) e ${probe}
-       WHERE e.kind = 'reserved'${opFilter}
+      SELECT r.operation, r.expires_at FROM (${uncountedIdsSql(op ? ` AND e.operation = ${op}` : "")}) u
+       CROSS JOIN LATERAL (SELECT r.operation, r.expires_at FROM idempotency_records r WHERE r.id = u.record_id OFFSET 0) r
     ), ops AS MATERIALIZED (
       ${
         op
@@ -134,7 +132,7 @@ export async function countRecordsByExpiry(
  * What the census should hold, computed from the records: every record except the
  * uncounted ones, by operation and expiry hour. O(records): for rebuilds and checks only.
  */
-const CENSUS_TRUTH_SQL = `WITH unc AS MATERIALIZED (${UNCOUNTED_IDS_SQL})
+const CENSUS_TRUTH_SQL = `WITH unc AS MATERIALIZED (${uncountedIdsSql()})
   SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, count(*)::bigint AS n
     FROM idempotency_records r
    WHERE NOT EXISTS (SELECT 1 FROM unc u WHERE u.record_id = r.id)
@@ -185,6 +183,9 @@ export interface CensusDrift {
   had: number;
   should: number;
 }
+
+/** How many records a drift is off by, in all (the sum of the absolute differences). */
+export const driftRecords = (drift: readonly CensusDrift[]) => drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0);
 
 /** The differences between the census and the records, in the caller's snapshot (reads only). */
 const CENSUS_DRIFT_SQL = `WITH truth AS MATERIALIZED (${CENSUS_TRUTH_SQL})

@@ -1,5 +1,6 @@
 import type { Database } from "../db/client";
 import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
+import { driftRecords } from "./census";
 import { CENSUS_VERIFIED, refreshRollups, verifyRecordCensus, type RefreshResult } from "./rollups";
 
 /**
@@ -112,7 +113,7 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
         if (verifyDue) {
           const t = performance.now();
           const drift = await verifyRecordCensus(s);
-          census = { driftHours: drift.length, driftRecords: drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0), ms: Math.round(performance.now() - t) };
+          census = { driftHours: drift.length, driftRecords: driftRecords(drift), ms: Math.round(performance.now() - t) };
           if (drift.length) {
             log.warn(
               `rollups: the record census was off by ${census.driftRecords} record(s) in ${drift.length} operation-hour(s) and is repaired — records deleted by something other than the console's purge, inserted without a reserved event, or with a changed expires_at (lib/stats/census.ts)`,

@@ -1,6 +1,6 @@
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { paramList } from "../records/row";
-import { applyCensusDrift, CENSUS_REFRESH_CTE, readCensusDrift, rewriteCensus, type CensusDrift } from "./census";
+import { applyCensusDrift, CENSUS_REFRESH_CTE, driftRecords, readCensusDrift, rewriteCensus, type CensusDrift } from "./census";
 
 /**
  * Rollups of idempotency_events by (operation, scope, kind), kept incrementally from an
@@ -30,7 +30,8 @@ import { applyCensusDrift, CENSUS_REFRESH_CTE, readCensusDrift, rewriteCensus, t
  * Rollups are history: purging old events (retention) does not lower them.
  */
 
-const ROLLUP_LOCK_ID = 72707371;
+/** The refresher's transaction lock; the purge takes it too, to take purged records out of the census (lib/stats/census.ts). */
+export const ROLLUP_LOCK_ID = 72707371;
 const STATE = "events";
 /** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
 export const CENSUS_VERIFIED = "census_verified";
@@ -39,8 +40,6 @@ export const GAP_GRACE_SECONDS = 15 * 60;
 /** The tiers, finest first; each grain divides the next. 60 = event_rollups, the rest event_rollup_tiers. */
 export const ROLLUP_GRAINS = [60, 900, 3600, 86400] as const;
 export const COARSE_GRAINS = ROLLUP_GRAINS.slice(1);
-/** The refresher's lock: the purge takes it too, to take purged records out of the census (lib/stats/census.ts). */
-export const ROLLUP_LOCK = ROLLUP_LOCK_ID;
 /**
  * Set for its transaction by the only writers of the rollup tables and the record census
  * (checked by their guard trigger, migration 20261130070000_record_census).
@@ -169,7 +168,7 @@ export async function repairRecordCensus(session: SqlExecutor, drift: readonly C
     await session.query(
       `INSERT INTO rollup_state (name, watermark, updated_at) VALUES ($1, $2, now())
        ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, updated_at = now()`,
-      [CENSUS_VERIFIED, drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0)],
+      [CENSUS_VERIFIED, driftRecords(drift)],
     );
   });
 }
