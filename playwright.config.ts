@@ -17,6 +17,11 @@ const chromium = {
 };
 
 const pgUrl = e2eDatabaseUrl();
+// E2E_PORT_BASE (default 3100): the embedded server listens there, the Postgres one on the next
+// port (their demo providers on +1000), so two checkouts can run the suite at once.
+const portBase = Number(process.env.E2E_PORT_BASE || 3100);
+const embeddedPort = String(portBase);
+const postgresPort = String(portBase + 1);
 const embeddedDir = `/tmp/ic-e2e-pglite-${process.pid}`;
 // Only the Postgres server needs one given (production mode); the embedded one
 // makes its own, as `npm start` does on a fresh machine.
@@ -35,17 +40,17 @@ export default defineConfig({
   reporter: [["list"]],
   use: { ...devices["Desktop Chrome"], launchOptions: chromium, screenshot: "only-on-failure", trace: "retain-on-failure" },
   projects: [
-    { name: "embedded", use: { baseURL: "http://127.0.0.1:3100" }, testMatch: /.*\.spec\.ts/, metadata: { mode: "embedded" } },
+    { name: "embedded", use: { baseURL: `http://127.0.0.1:${embeddedPort}` }, testMatch: /.*\.spec\.ts/, metadata: { mode: "embedded" } },
     ...(pgUrl
-      ? [{ name: "postgres", use: { baseURL: "http://127.0.0.1:3101" }, testMatch: /.*\.spec\.ts/, metadata: { mode: "postgres" } }]
+      ? [{ name: "postgres", use: { baseURL: `http://127.0.0.1:${postgresPort}` }, testMatch: /.*\.spec\.ts/, metadata: { mode: "postgres" } }]
       : []),
   ],
   webServer: [
     {
       // Exactly what `npm start` does on a fresh machine, on a throwaway embedded database.
       command: `rm -rf ${embeddedDir} && rm -f ${credentialsFile("embedded")} && node scripts/start.mjs`,
-      env: { PORT: "3100", PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded"), ...E2E_ENV },
-      url: "http://127.0.0.1:3100/api/health",
+      env: { PORT: embeddedPort, PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded"), ...E2E_ENV },
+      url: `http://127.0.0.1:${embeddedPort}/api/health`,
       timeout: 300_000,
       reuseExistingServer: false,
       stdout: "pipe",
@@ -54,8 +59,8 @@ export default defineConfig({
       ? [
           {
             command: "node_modules/.bin/tsx e2e/support/prepare-postgres.ts && node scripts/start.mjs",
-            env: { PORT: "3101", DATABASE_URL: pgUrl, NEXTAUTH_SECRET: postgresSecret, NEXTAUTH_URL: "http://127.0.0.1:3101", ...E2E_ENV },
-            url: "http://127.0.0.1:3101/api/health",
+            env: { PORT: postgresPort, DATABASE_URL: pgUrl, NEXTAUTH_SECRET: postgresSecret, NEXTAUTH_URL: `http://127.0.0.1:${postgresPort}`, ...E2E_ENV },
+            url: `http://127.0.0.1:${postgresPort}/api/health`,
             timeout: 300_000,
             reuseExistingServer: false,
             stdout: "pipe" as const,
