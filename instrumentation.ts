@@ -9,7 +9,8 @@
  *    one allowed to open the PGlite folder);
  * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS);
  * 4. the demo provider's ledger (only when `npm start` runs the local provider service),
- *    the background reconciler and the purge worker (resumes a run a crash left behind).
+ *    the background reconciler and the purge worker (resumes a run a crash left behind);
+ * 5. the Redis key stores' background census (lib/redis/census.ts; REDIS_CENSUS_SECONDS).
  *    In embedded mode the first refresh runs before requests are served (the demo
  *    data is rolled up while PGlite's one connection is not shared yet); on Postgres
  *    it runs in the background (the first one may have millions of events to do).
@@ -46,4 +47,11 @@ export async function register() {
   startReconciler(db);
   const { startPurgeWorker } = await import("./lib/retention/worker");
   startPurgeWorker(db);
+  try {
+    const { startRedisCensus } = await import("./lib/redis/census");
+    startRedisCensus();
+  } catch (err) {
+    // A malformed REDIS_* setting: the rest of the console keeps serving; the Redis screens say why.
+    console.error("redis: not started:", err instanceof Error ? err.message : err);
+  }
 }

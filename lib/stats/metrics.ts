@@ -12,6 +12,7 @@ import {
 } from "./overview";
 import { recordCensusSql } from "./census";
 import { eventCountsSql } from "./rollups";
+import { addRedisMetrics, latestRedisCensuses, type RedisCensusEntry } from "../redis/metrics";
 
 /**
  * Prometheus exposition (GET /api/metrics), cheap enough to scrape every 15–60 s:
@@ -43,6 +44,8 @@ export interface MetricsOptions {
   thresholds?: StuckThresholds;
   /** One REPEATABLE READ READ ONLY transaction (Postgres); see lib/stats/overview.ts. */
   snapshot?: boolean;
+  /** The Redis key stores' latest censuses (default: this process's; lib/redis/metrics.ts). */
+  redis?: RedisCensusEntry[];
 }
 
 /** All-time event totals per operation and kind: the day tier of the rollups, plus what they do not cover yet. */
@@ -120,5 +123,6 @@ export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions =
   gaps.set(Number(r.gaps));
   refreshed.set(r.refreshedAt ? r.refreshedAt.getTime() / 1000 : 0);
   asOf.set(now.getTime() / 1000);
+  addRedisMetrics(registry, opts.redis ?? latestRedisCensuses());
   return { text: await registry.metrics(), contentType: registry.contentType };
 }

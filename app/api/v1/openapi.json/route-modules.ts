@@ -28,16 +28,22 @@ import * as m23 from "@/app/api/v1/records/[id]/resolve/route";
 import * as m24 from "@/app/api/v1/records/[id]/reveal/route";
 import * as m25 from "@/app/api/v1/records/[id]/route";
 import * as m26 from "@/app/api/v1/records/route";
-import * as m27 from "@/app/api/v1/retention/dry-run/route";
-import * as m28 from "@/app/api/v1/retention/policies/[id]/route";
-import * as m29 from "@/app/api/v1/retention/policies/route";
-import * as m30 from "@/app/api/v1/stats/overview/route";
-import * as m31 from "@/app/api/v1/tokens/[id]/route";
-import * as m32 from "@/app/api/v1/tokens/route";
-import * as m33 from "@/app/api/v1/users/[id]/route";
-import * as m34 from "@/app/api/v1/users/route";
-import * as m35 from "@/app/api/v1/views/[id]/route";
-import * as m36 from "@/app/api/v1/views/route";
+import * as m27 from "@/app/api/v1/redis/stores/[store]/census/route";
+import * as m28 from "@/app/api/v1/redis/stores/[store]/keys/route";
+import * as m29 from "@/app/api/v1/redis/stores/[store]/release-bulk/route";
+import * as m30 from "@/app/api/v1/redis/stores/[store]/release/route";
+import * as m31 from "@/app/api/v1/redis/stores/[store]/wedged/route";
+import * as m32 from "@/app/api/v1/redis/stores/route";
+import * as m33 from "@/app/api/v1/retention/dry-run/route";
+import * as m34 from "@/app/api/v1/retention/policies/[id]/route";
+import * as m35 from "@/app/api/v1/retention/policies/route";
+import * as m36 from "@/app/api/v1/stats/overview/route";
+import * as m37 from "@/app/api/v1/tokens/[id]/route";
+import * as m38 from "@/app/api/v1/tokens/route";
+import * as m39 from "@/app/api/v1/users/[id]/route";
+import * as m40 from "@/app/api/v1/users/route";
+import * as m41 from "@/app/api/v1/views/[id]/route";
+import * as m42 from "@/app/api/v1/views/route";
 
 export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/health", module: m0 as RouteModuleEntry["module"] },
@@ -67,14 +73,20 @@ export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/v1/records/[id]/reveal", module: m24 as RouteModuleEntry["module"] },
   { path: "/api/v1/records/[id]", module: m25 as RouteModuleEntry["module"] },
   { path: "/api/v1/records", module: m26 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/dry-run", module: m27 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/policies/[id]", module: m28 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/policies", module: m29 as RouteModuleEntry["module"] },
-  { path: "/api/v1/stats/overview", module: m30 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens/[id]", module: m31 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens", module: m32 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]", module: m33 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users", module: m34 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views/[id]", module: m35 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views", module: m36 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/census", module: m27 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/keys", module: m28 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/release-bulk", module: m29 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/release", module: m30 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/wedged", module: m31 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores", module: m32 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/dry-run", module: m33 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/policies/[id]", module: m34 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/policies", module: m35 as RouteModuleEntry["module"] },
+  { path: "/api/v1/stats/overview", module: m36 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens/[id]", module: m37 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens", module: m38 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]", module: m39 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users", module: m40 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views/[id]", module: m41 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views", module: m42 as RouteModuleEntry["module"] },
 ];
