@@ -91,8 +91,10 @@ export function phpUnserialize(text: string): PhpValue | undefined {
   }
 }
 
-/** The same value as plain JSON-like data (arrays become objects keyed by their keys). */
+/** The same value as plain JSON-like data, as json_encode() would see it: a list (keys 0…n−1 in order) becomes an array, any other array an object. */
 export function phpToPlain(v: PhpValue): unknown {
-  if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [k, phpToPlain(x)]));
-  return v;
+  if (!(v instanceof Map)) return v;
+  const entries = [...v];
+  if (entries.every(([k], i) => k === String(i))) return entries.map(([, x]) => phpToPlain(x));
+  return Object.fromEntries(entries.map(([k, x]) => [k, phpToPlain(x)]));
 }
