@@ -45,9 +45,15 @@ export function queueRead(pipeline: ChainableCommander, store: RedisStoreConfig,
 
 type Reply = [Error | null, unknown];
 
-/** The reading of one key from its two pipeline replies; null when the key is gone. */
+/**
+ * The reading of one key from its two pipeline replies; null when the key is gone.
+ * A failed PTTL (it never fails on a key that is there) or a failed read other than
+ * WRONGTYPE means the connection failed: thrown, never taken for a missing key.
+ */
 export function readingOf(store: RedisStoreConfig, key: string, value: Reply, ttl: Reply, readAt: number): KeyReading | null {
-  const pttl = ttl[0] ? -2 : Number(ttl[1]);
+  if (ttl[0]) throw ttl[0];
+  if (value[0] && !/^WRONGTYPE/.test(value[0].message)) throw value[0];
+  const pttl = Number(ttl[1]);
   if (pttl === -2) return null;
   let raw: RawValue = null;
   if (!value[0]) {
