@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { defineConfig, devices } from "@playwright/test";
-import { credentialsFile, e2eDatabaseUrl } from "./e2e/support/env";
+import { credentialsFile, e2eDatabaseUrl, e2eRedisUrl } from "./e2e/support/env";
 
 // Debian's Chromium (apt-get install chromium), never a downloaded browser build.
 const chromium = {
@@ -49,7 +49,7 @@ export default defineConfig({
     {
       // Exactly what `npm start` does on a fresh machine, on a throwaway embedded database.
       command: `rm -rf ${embeddedDir} && rm -f ${credentialsFile("embedded")} && node scripts/start.mjs`,
-      env: { PORT: embeddedPort, PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded"), ...E2E_ENV },
+      env: { PORT: embeddedPort, PGLITE_DIR: embeddedDir, DATABASE_URL: "", DEMO_CREDENTIALS_FILE: credentialsFile("embedded"), REDIS_URL: e2eRedisUrl("embedded"), ...E2E_ENV },
       url: `http://127.0.0.1:${embeddedPort}/api/health`,
       timeout: 300_000,
       reuseExistingServer: false,
@@ -59,7 +59,14 @@ export default defineConfig({
       ? [
           {
             command: "node_modules/.bin/tsx e2e/support/prepare-postgres.ts && node scripts/start.mjs",
-            env: { PORT: postgresPort, DATABASE_URL: pgUrl, NEXTAUTH_SECRET: postgresSecret, NEXTAUTH_URL: `http://127.0.0.1:${postgresPort}`, ...E2E_ENV },
+            env: {
+              PORT: postgresPort,
+              DATABASE_URL: pgUrl,
+              NEXTAUTH_SECRET: postgresSecret,
+              NEXTAUTH_URL: `http://127.0.0.1:${postgresPort}`,
+              REDIS_URL: e2eRedisUrl("postgres"),
+              ...E2E_ENV,
+            },
             url: `http://127.0.0.1:${postgresPort}/api/health`,
             timeout: 300_000,
             reuseExistingServer: false,

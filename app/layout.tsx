@@ -27,6 +27,7 @@ const NAVIGATION: (NavSpec | { group: string; items: NavSpec[] })[] = [
       { href: "/conflicts", label: "Conflicts", access: "stats.read" },
       { href: "/expiry", label: "Expiry", access: "stats.read" },
       { href: "/retention", label: "Retention & purges", access: "stats.read" },
+      { href: "/redis", label: "Redis keys", access: "stats.read" },
     ],
   },
   {

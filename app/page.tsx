@@ -2,6 +2,7 @@ import { connection } from "next/server";
 import { Suspense } from "react";
 import { Forbidden } from "@/components/Forbidden";
 import { OverviewDashboard } from "@/components/overview/OverviewDashboard";
+import { RedisTiles } from "@/components/redis/RedisTiles";
 import { requirePage } from "@/components/server/page-auth";
 import { db } from "@/lib/db";
 
@@ -26,6 +27,7 @@ export default async function OverviewPage({ searchParams }: { searchParams: Pro
   return (
     <Suspense fallback={null}>
       <OverviewDashboard subtitle={subtitle} />
+      <RedisTiles />
     </Suspense>
   );
 }

@@ -25,5 +25,13 @@ export const queryKeys = {
     legalHolds: ["retention", "legal-holds"] as const,
   },
   reconcile: { all: ["reconcile"] as const },
+  redis: {
+    all: ["redis"] as const,
+    stores: ["redis", "stores"] as const,
+    store: (name: string) => ["redis", "store", name] as const,
+    census: (name: string) => ["redis", "store", name, "census"] as const,
+    wedged: (name: string) => ["redis", "store", name, "wedged"] as const,
+    lookup: (name: string, p: Params) => ["redis", "store", name, "lookup", p] as const,
+  },
   savedViews: { all: ["saved-views"] as const, forPage: (page: string) => ["saved-views", page] as const },
 };

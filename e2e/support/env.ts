@@ -21,3 +21,14 @@ export function e2eDatabaseUrl(): string | undefined {
 export function credentialsFile(mode: "embedded" | "postgres"): string {
   return path.resolve(import.meta.dirname, "..", "..", "test-results", `e2e-credentials-${mode}.json`);
 }
+
+/**
+ * The Redis database each e2e server reads as its key store "default" (REDIS_URL):
+ * E2E_REDIS_URL's server, database 12 (embedded) or 13 (postgres). e2e/redis.spec.ts
+ * writes its keys there and flushes only that database.
+ */
+export function e2eRedisUrl(mode: "embedded" | "postgres"): string {
+  const url = new URL(process.env.E2E_REDIS_URL || "redis://127.0.0.1:6379");
+  url.pathname = `/${mode === "embedded" ? 12 : 13}`;
+  return url.toString();
+}
