@@ -46,6 +46,7 @@ describe.skipIf(!redis)("Redis key store API", () => {
       stores: [testStore(STORE, DB, { wedgedAfter: "5m" }), { ...testStore(DOWN, DB), url: "redis://127.0.0.1:1/10" }],
       censusIntervalSeconds: 0,
       scanCount: 100,
+      scanPauseMs: 0,
     });
     viewer = await tokenFor(db, ["viewer"]);
     support = await tokenFor(db, ["support"]);

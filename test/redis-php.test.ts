@@ -119,7 +119,7 @@ describe.skipIf(!redis || !hasPhpRedis)("the seed's PHP service on Redis, seen a
     await redis!.flushdb();
     db = await createTestDatabase();
     provideDatabase(db);
-    const config: RedisConfig = { stores: [testStore(STORE, DB, { wedgedAfter: "1s" })], censusIntervalSeconds: 0, scanCount: 100 };
+    const config: RedisConfig = { stores: [testStore(STORE, DB, { wedgedAfter: "1s" })], censusIntervalSeconds: 0, scanCount: 100, scanPauseMs: 0 };
     provideRedisConfig(config);
     operator = await tokenFor(db, ["operator"]);
     viewer = await tokenFor(db, ["viewer"]);

@@ -78,6 +78,8 @@ export interface RedisCensus {
 
 export interface CensusOptions {
   scanCount?: number;
+  /** A pause after every round trip (ms), so the census yields Redis and the CPU to the services. */
+  pauseMs?: number;
   /** How many wedged and expiring keys the census keeps (oldest / soonest first). */
   listLimit?: number;
 }
@@ -105,6 +107,7 @@ class TopN<T> {
 
 export async function takeCensus(redis: Redis, store: RedisStoreConfig, opts: CensusOptions = {}): Promise<RedisCensus> {
   const count = opts.scanCount ?? redisConfig().scanCount;
+  const pauseMs = opts.pauseMs ?? redisConfig().scanPauseMs;
   const limit = opts.listLimit ?? 100;
   const started = Date.now();
   const seen = new Set<string>();
@@ -174,6 +177,7 @@ export async function takeCensus(redis: Redis, store: RedisStoreConfig, opts: Ce
       if (r) tally(r);
       else seen.delete(k); // gone before it was read: not in the census
     });
+    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
   } while (cursor !== "0");
 
   const finished = Date.now();

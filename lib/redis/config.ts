@@ -17,7 +17,8 @@ import { customFormat, customFormatSchema, FORMAT_PRESETS, PRESET_NAMES, type Fo
  * | `REDIS_STORES` | more stores: `name=redis://host:6379/2?pattern=ord:*&ttl=3600&format=powertools&wedgedAfter=2m,…` | — |
  * | `REDIS_FORMATS` | custom value formats, JSON: `{"mine": {"extends": "seed", "stateField": "state", …}}` | — |
  * | `REDIS_CENSUS_SECONDS` | background census interval (0 = only on demand) | 60 |
- * | `REDIS_SCAN_COUNT` | SCAN COUNT per round trip (10–5000) | 500 |
+ * | `REDIS_SCAN_COUNT` | SCAN COUNT per round trip (10–5000) | 200 |
+ * | `REDIS_SCAN_PAUSE_MS` | pause of the census after each round trip (0–1000) | 2 |
  */
 
 export interface RedisStoreConfig {
@@ -41,11 +42,13 @@ export interface RedisConfig {
   stores: RedisStoreConfig[];
   censusIntervalSeconds: number;
   scanCount: number;
+  scanPauseMs: number;
 }
 
 export const DEFAULT_WEDGED_AFTER_SECONDS = 5 * 60;
 export const DEFAULT_CENSUS_SECONDS = 60;
-export const DEFAULT_SCAN_COUNT = 500;
+export const DEFAULT_SCAN_COUNT = 200;
+export const DEFAULT_SCAN_PAUSE_MS = 2;
 const STORE_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const GENERIC_ADVICE =
   "These records carry no payload fingerprint, so a reused key with another payload replays the first answer: store a hash of the request payload with the key, compare it on retries (422 when it differs), and name that field as fingerprintField in REDIS_FORMATS.";
@@ -177,6 +180,7 @@ export function parseRedisConfig(env: Env): RedisConfig {
     stores,
     censusIntervalSeconds: env.REDIS_CENSUS_SECONDS?.trim() ? positiveInt("REDIS_CENSUS_SECONDS", env.REDIS_CENSUS_SECONDS, 0, 86400) : DEFAULT_CENSUS_SECONDS,
     scanCount: env.REDIS_SCAN_COUNT?.trim() ? positiveInt("REDIS_SCAN_COUNT", env.REDIS_SCAN_COUNT, 10, 5000) : DEFAULT_SCAN_COUNT,
+    scanPauseMs: env.REDIS_SCAN_PAUSE_MS?.trim() ? positiveInt("REDIS_SCAN_PAUSE_MS", env.REDIS_SCAN_PAUSE_MS, 0, 1000) : DEFAULT_SCAN_PAUSE_MS,
   };
 }
 
