@@ -1,7 +1,7 @@
 /**
  * Redis key store census benchmark (a benchmark, not a timed test).
  *
- *   npm run bench:redis -- [--keys 1000000] [--db 15] [--scan-count 500] [--writers 4] [--seconds 10] [--keep]
+ *   npm run bench:redis -- [--keys 1000000] [--db 15] [--scan-count 100] [--pause-ms 2] [--writers 4] [--window-ms 1000] [--keep]
  *
  * REDIS_BENCH_URL (default redis://127.0.0.1:6379) names the server; database --db (15)
  * is FLUSHED at the start and at the end (unless --keep): give it one nobody else uses.
@@ -10,11 +10,12 @@
  *    ~95 %, 'processing' for the rest, 1 % of all set an hour ago: wedged) plus 5 % unrelated
  *    keys (sessions), in pipelines; prints keys/s.
  * 2. A concurrent writer — a separate process doing the service's own commands (SET NX EX
- *    'processing', then SET the answer EX, new keys) on --writers lanes — measured: idle
- *    (before and after: the floor is their mean), during the console's census
- *    (lib/redis/census.ts takeCensus: SCAN COUNT --scan-count, one pipeline of GET + PTTL per
- *    round, --pause-ms after each), and, for contrast, during one KEYS of the pattern (what
- *    the console never does). p50 / p99 / max per phase, and each phase's ratio to the floor.
+ *    'processing', then SET the answer EX, new keys) on --writers lanes — while the console's
+ *    census (lib/redis/census.ts takeCensus: SCAN COUNT --scan-count, one pipeline of GET +
+ *    PTTL per round, --pause-ms after each) runs in windows of --window-ms alternating with
+ *    idle windows of the same length, so both see the same machine load: p50 / p99 / max of
+ *    the writer's commands started in census windows against those in idle windows (the
+ *    floor); and, for contrast, during one KEYS of the pattern (what the console never does).
  * 3. Keys/s: the census, next to the raw floor in the same run — a bare SCAN loop with the
  *    same COUNT (no reads), and SCAN + the same pipelined GET + PTTL without decoding.
  */
@@ -29,38 +30,38 @@ interface Args {
   db: number;
   scanCount: number;
   writers: number;
-  seconds: number;
+  windowMs: number;
   pauseMs: number;
   keep: boolean;
 }
 
-const USAGE = "usage: npm run bench:redis -- [--keys N (1000000)] [--db N (15)] [--scan-count N (200)] [--pause-ms N (2)] [--writers N (4)] [--seconds N (10)] [--keep]";
+const USAGE = "usage: npm run bench:redis -- [--keys N (1000000)] [--db N (15)] [--scan-count N (100)] [--pause-ms N (2)] [--writers N (4)] [--window-ms N (1000)] [--keep]";
 
-/** The writer process: lanes of the seed's two commands on fresh keys; prints latencies (ms) when told to stop. */
+/** The writer process: lanes of the seed's two commands on fresh keys; prints [start time, latency] pairs (ms) when told to stop. */
 const WRITER = `
 import { Redis } from "ioredis";
 const [url, lanes, prefix] = process.argv.slice(1);
-const lat = [];
+const samples = [];
 let stop = false;
 process.stdin.on("data", () => { stop = true; });
+const now = () => performance.timeOrigin + performance.now();
 const lane = async (n) => {
   const r = new Redis(url);
   let i = 0;
-  process.stdout.write("");
   while (!stop) {
     const k = prefix + n + "-" + i++;
-    let t = performance.now();
-    await r.set(k, "processing", "EX", 86400, "NX");
-    lat.push(performance.now() - t);
-    t = performance.now();
-    await r.set(k, '{"status":201,"body":{"id":"ch_w"}}', "EX", 86400);
-    lat.push(performance.now() - t);
+    let t = now();
+    await r.set(k, "processing", "EX", 30, "NX");
+    samples.push(t, now() - t);
+    t = now();
+    await r.set(k, '{"status":201,"body":{"id":"ch_w"}}', "EX", 30);
+    samples.push(t, now() - t);
   }
   r.disconnect();
 };
 console.log("ready");
 await Promise.all(Array.from({ length: Number(lanes) }, (_, n) => lane(n)));
-console.log(JSON.stringify(lat));
+console.log(JSON.stringify(samples));
 `;
 
 interface Latency {
@@ -76,8 +77,11 @@ function summarize(lat: number[]): Latency {
   return { ops: s.length, p50: q(0.5), p99: q(0.99), max: s[s.length - 1] ?? 0 };
 }
 
-/** Runs the writer while `during` runs (or for `ms` when it is null). */
-async function measureWriter(url: string, lanes: number, prefix: string, during: (() => Promise<unknown>) | null, ms: number): Promise<Latency> {
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs the writer process around `during`; returns its samples as [start, latency] pairs. */
+async function withWriter(url: string, lanes: number, prefix: string, during: () => Promise<void>): Promise<[number, number][]> {
   const child = spawn(process.execPath, ["--input-type=module", "-e", WRITER, url, String(lanes), prefix], { stdio: ["pipe", "pipe", "inherit"], cwd: process.cwd() });
   let out = "";
   child.stdout.setEncoding("utf8");
@@ -88,17 +92,24 @@ async function measureWriter(url: string, lanes: number, prefix: string, during:
     });
   });
   const done = new Promise<number[]>((resolve, reject) => {
-    child.on("close", (code) => {
-      if (code !== 0) return reject(new Error(`writer exited ${code}`));
-      resolve(JSON.parse(out.trim().split("\n").at(-1)!));
-    });
+    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`writer exited ${code}`))));
   });
   await ready;
-  await new Promise((r) => setTimeout(r, 300)); // connected and warm
-  if (during) await during();
-  else await new Promise((r) => setTimeout(r, ms));
+  await sleep(500); // connected and warm
+  await during();
   child.stdin.end("stop\n");
-  return summarize(await done);
+  const flat = await done;
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  return pairs;
+}
+
+/** Splits samples by whether they started inside one of the windows. */
+function split(samples: [number, number][], windows: [number, number][]): { inside: Latency; outside: Latency } {
+  const inside: number[] = [];
+  const outside: number[] = [];
+  for (const [t, lat] of samples) (windows.some(([a, b]) => t >= a && t < b) ? inside : outside).push(lat);
+  return { inside: summarize(inside), outside: summarize(outside) };
 }
 
 async function fill(r: Redis, keys: number): Promise<number> {
@@ -140,13 +151,13 @@ async function rawScan(r: Redis, pattern: string, count: number, read: boolean):
 }
 
 async function main(): Promise<number> {
-  const args = parseBenchArgs(process.argv.slice(2), { keys: 1_000_000, db: 15, scanCount: 200, writers: 4, seconds: 10, pauseMs: 2, keep: false }, {
+  const args = parseBenchArgs(process.argv.slice(2), { keys: 1_000_000, db: 15, scanCount: 100, writers: 4, windowMs: 1000, pauseMs: 2, keep: false }, {
     "--pause-ms": "pauseMs",
     "--keys": "keys",
     "--db": "db",
     "--scan-count": "scanCount",
     "--writers": "writers",
-    "--seconds": "seconds",
+    "--window-ms": "windowMs",
   }, USAGE, ["db", "pauseMs"]);
   const base = new URL(process.env.REDIS_BENCH_URL || "redis://127.0.0.1:6379");
   base.pathname = `/${args.db}`;
@@ -162,38 +173,59 @@ async function main(): Promise<number> {
     console.log(`filled ${fmt(args.keys)} idempotency keys + ${fmt(dbsize - args.keys)} sessions in ${(fillMs / 1000).toFixed(1)} s (${fmt((args.keys / fillMs) * 1000)} keys/s), used_memory ${memory}\n`);
 
     const store = parseRedisConfig({ REDIS_URL: url }).stores[0];
+    // Census and idle windows alternate (--window-ms each) while the writer runs: both see the
+    // same machine, whatever else it is doing meanwhile.
+    const windows: [number, number][] = [];
     let census: Awaited<ReturnType<typeof takeCensus>> | undefined;
-    const idle = await measureWriter(url, args.writers, "idempotency:w-idle-", null, args.seconds * 1000);
-    const during = await measureWriter(url, args.writers, "idempotency:w-census-", async () => {
-      census = await takeCensus(r, store, { scanCount: args.scanCount, pauseMs: args.pauseMs });
-    }, 0);
-    const idleAfter = await measureWriter(url, args.writers, "idempotency:w-idle2-", null, args.seconds * 1000);
-    const duringKeys = await measureWriter(url, args.writers, "idempotency:w-keys-", async () => {
+    const samples = await withWriter(url, args.writers, "writer:", async () => {
+      await sleep(args.windowMs);
+      windows.push([now(), Infinity]);
+      census = await takeCensus(r, store, {
+        scanCount: args.scanCount,
+        pauseMs: args.pauseMs,
+        beforeRound: async () => {
+          const open = windows[windows.length - 1];
+          if (now() - open[0] < args.windowMs) return;
+          open[1] = now();
+          await sleep(args.windowMs);
+          windows.push([now(), Infinity]);
+        },
+      });
+      windows[windows.length - 1][1] = now();
+      await sleep(args.windowMs);
+    });
+    const { inside: during, outside: idle } = split(samples, windows);
+    const keysWindow: [number, number][] = [];
+    const keysSamples = await withWriter(url, args.writers, "writer:k", async () => {
+      await sleep(2000);
+      const t = now();
       await r.keys("idempotency:*");
-    }, 0);
+      keysWindow.push([t, now()]);
+      await sleep(2000);
+    });
+    const duringKeys = split(keysSamples, keysWindow).inside;
     const c = census!;
-    // Idle is measured before and after the census: the floor is their mean (the machine's load drifts).
-    const floor = { p50: (idle.p50 + idleAfter.p50) / 2, p99: (idle.p99 + idleAfter.p99) / 2 };
 
-    console.log(`writer: ${args.writers} lanes of SET NX EX 'processing' + SET answer EX (a separate process), one command per round trip`);
+    console.log(`writer: ${args.writers} lanes of SET NX EX 'processing' + SET answer EX (a separate process), one command per round trip;`);
+    console.log(`census and idle windows of ${args.windowMs} ms alternate (${windows.length} census windows) while it runs`);
     const ms = (v: number) => v.toFixed(2);
     table(
-      ["phase", "commands", "p50 ms", "p99 ms", "max ms", "p50 ×floor", "p99 ×floor"],
+      ["writer's commands", "commands", "p50 ms", "p99 ms", "max ms", "p50 ×idle", "p99 ×idle"],
       [
-        ["idle before (floor)", fmt(idle.ops), ms(idle.p50), ms(idle.p99), ms(idle.max), (idle.p50 / floor.p50).toFixed(2), (idle.p99 / floor.p99).toFixed(2)],
-        [`during the census (COUNT ${args.scanCount}, pause ${args.pauseMs} ms)`, fmt(during.ops), ms(during.p50), ms(during.p99), ms(during.max), (during.p50 / floor.p50).toFixed(2), (during.p99 / floor.p99).toFixed(2)],
-        ["idle after (floor)", fmt(idleAfter.ops), ms(idleAfter.p50), ms(idleAfter.p99), ms(idleAfter.max), (idleAfter.p50 / floor.p50).toFixed(2), (idleAfter.p99 / floor.p99).toFixed(2)],
-        ["during one KEYS (never used)", fmt(duringKeys.ops), ms(duringKeys.p50), ms(duringKeys.p99), ms(duringKeys.max), (duringKeys.p50 / floor.p50).toFixed(2), (duringKeys.p99 / floor.p99).toFixed(2)],
+        ["idle windows (floor)", fmt(idle.ops), ms(idle.p50), ms(idle.p99), ms(idle.max), "1.00", "1.00"],
+        [`census windows (COUNT ${args.scanCount}, pause ${args.pauseMs} ms)`, fmt(during.ops), ms(during.p50), ms(during.p99), ms(during.max), (during.p50 / idle.p50).toFixed(2), (during.p99 / idle.p99).toFixed(2)],
+        [`during one KEYS idempotency:* (never used; ${ms(keysWindow[0][1] - keysWindow[0][0])} ms)`, fmt(duringKeys.ops), ms(duringKeys.p50), ms(duringKeys.p99), ms(duringKeys.max), (duringKeys.p50 / idle.p50).toFixed(2), (duringKeys.p99 / idle.p99).toFixed(2)],
       ],
     );
 
+    const timed = await takeCensus(r, store, { scanCount: args.scanCount, pauseMs: args.pauseMs });
     const bare = await rawScan(r, "idempotency:*", args.scanCount, false);
     const reads = await rawScan(r, "idempotency:*", args.scanCount, true);
     console.log(`\nkeys/s (same COUNT ${args.scanCount}, same run, no writer):`);
     table(
       ["scan", "keys", "seconds", "keys/s"],
       [
-        ["census (SCAN + GET/PTTL pipeline + decode + tally)", fmt(c.scanned), (c.durationMs / 1000).toFixed(2), fmt(c.keysPerSecond)],
+        [`census (SCAN + GET/PTTL pipeline + decode + tally, pause ${args.pauseMs} ms)`, fmt(timed.scanned), (timed.durationMs / 1000).toFixed(2), fmt(timed.keysPerSecond)],
         ["raw: SCAN + GET/PTTL pipeline", fmt(reads.keys), (reads.ms / 1000).toFixed(2), fmt((reads.keys / reads.ms) * 1000)],
         ["raw floor: SCAN only", fmt(bare.keys), (bare.ms / 1000).toFixed(2), fmt((bare.keys / bare.ms) * 1000)],
       ],

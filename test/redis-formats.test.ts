@@ -109,7 +109,7 @@ describe("configuration", () => {
     const c = parseRedisConfig({ REDIS_URL: "redis://:s3cret@cache.internal:6379/3" });
     expect(c.stores).toHaveLength(1);
     expect(c.stores[0]).toMatchObject({ name: "default", pattern: "idempotency:*", ttlSeconds: 86400, wedgedAfterSeconds: 300, formatName: "seed", displayUrl: "redis://:***@cache.internal:6379/3" });
-    expect(c).toMatchObject({ censusIntervalSeconds: 60, scanCount: 200, scanPauseMs: 2 });
+    expect(c).toMatchObject({ censusIntervalSeconds: 60, scanCount: 100, scanPauseMs: 2 });
     const custom = parseRedisConfig({ REDIS_URL: "redis://h", REDIS_KEY_PATTERN: "idem:{tenant}:*", REDIS_KEY_TTL_SECONDS: "3600", REDIS_WEDGED_AFTER: "2m", REDIS_SCAN_COUNT: "200" });
     expect(custom.stores[0]).toMatchObject({ pattern: "idem:{tenant}:*", ttlSeconds: 3600, wedgedAfterSeconds: 120 });
     expect(custom.scanCount).toBe(200);

@@ -78,8 +78,14 @@ export interface RedisCensus {
 
 export interface CensusOptions {
   scanCount?: number;
-  /** A pause after every round trip (ms), so the census yields Redis and the CPU to the services. */
+  /**
+   * The least pause after every round trip (ms). The census rests after each round as long
+   * as the round took, and at least this: it yields Redis and the CPU to the services half
+   * the time.
+   */
   pauseMs?: number;
+  /** Awaited before every round trip (bench/redis.ts alternates census and idle windows with it). */
+  beforeRound?: () => Promise<void>;
   /** How many wedged and expiring keys the census keeps (oldest / soonest first). */
   listLimit?: number;
 }
@@ -163,6 +169,8 @@ export async function takeCensus(redis: Redis, store: RedisStoreConfig, opts: Ce
 
   let cursor = "0";
   do {
+    if (opts.beforeRound) await opts.beforeRound();
+    const roundStarted = performance.now();
     const [next, batch] = await redis.scan(cursor, "MATCH", store.pattern, "COUNT", count);
     cursor = next;
     const keys = batch.filter((k) => !seen.has(k));
@@ -177,7 +185,9 @@ export async function takeCensus(redis: Redis, store: RedisStoreConfig, opts: Ce
       if (r) tally(r);
       else seen.delete(k); // gone before it was read: not in the census
     });
-    if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    // Work at most half the time: rest as long as the round took (at least pauseMs).
+    const rest = Math.max(pauseMs, performance.now() - roundStarted);
+    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
   } while (cursor !== "0");
 
   const finished = Date.now();

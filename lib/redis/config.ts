@@ -17,8 +17,8 @@ import { customFormat, customFormatSchema, FORMAT_PRESETS, PRESET_NAMES, type Fo
  * | `REDIS_STORES` | more stores: `name=redis://host:6379/2?pattern=ord:*&ttl=3600&format=powertools&wedgedAfter=2m,…` | — |
  * | `REDIS_FORMATS` | custom value formats, JSON: `{"mine": {"extends": "seed", "stateField": "state", …}}` | — |
  * | `REDIS_CENSUS_SECONDS` | background census interval (0 = only on demand) | 60 |
- * | `REDIS_SCAN_COUNT` | SCAN COUNT per round trip (10–5000) | 200 |
- * | `REDIS_SCAN_PAUSE_MS` | pause of the census after each round trip (0–1000) | 2 |
+ * | `REDIS_SCAN_COUNT` | SCAN COUNT per round trip (10–5000) | 100 |
+ * | `REDIS_SCAN_PAUSE_MS` | least pause of the census after each round trip; it rests at least as long as the round took (0–1000) | 2 |
  */
 
 export interface RedisStoreConfig {
@@ -47,7 +47,7 @@ export interface RedisConfig {
 
 export const DEFAULT_WEDGED_AFTER_SECONDS = 5 * 60;
 export const DEFAULT_CENSUS_SECONDS = 60;
-export const DEFAULT_SCAN_COUNT = 200;
+export const DEFAULT_SCAN_COUNT = 100;
 export const DEFAULT_SCAN_PAUSE_MS = 2;
 const STORE_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 const GENERIC_ADVICE =
