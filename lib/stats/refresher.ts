@@ -58,6 +58,8 @@ export interface RefresherOptions {
   batchSize?: number;
   /** Seconds between census checks; 0 = none (default: CENSUS_VERIFY_HOURS). */
   censusVerifySeconds?: number;
+  /** Records the census sweep re-checks per tick; 0 = none (default: CENSUS_SWEEP_RECORDS). */
+  sweepRecords?: number;
   log?: Pick<Console, "log" | "warn">;
 }
 
@@ -102,7 +104,7 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
         // The clock starts at the first tick on this database: no O(records) check at boot.
         await s.query(`INSERT INTO rollup_state (name, watermark) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, [CENSUS_VERIFIED]);
       }
-      const sweep = sweepRecordsFromEnv();
+      const sweep = opts.sweepRecords ?? sweepRecordsFromEnv();
       if (!due && !verifyDue && !sweep) return { status: "idle" } as const;
       const outcome = await withTryAdvisoryLock(s, REFRESHER_LOCK_ID, async (): Promise<TickOutcome> => {
         let refreshed: { result: RefreshResult; ms: number } | null = null;

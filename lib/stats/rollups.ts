@@ -150,12 +150,17 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
       );
       await recordDepartures(session, { expires_moved: applied.moved, deleted_outside: applied.gone });
       await session.query(`DELETE FROM rollup_gaps g USING idempotency_events e WHERE e.id = g.event_id`);
-      // Ids missing in (watermark, upTo]: not committed yet, or never will be.
+      // Ids missing in (watermark, upTo]: not committed yet, or never will be. The sentinel
+      // upTo + 1 closes the range, so ids after the last visible one (a batch ends at
+      // watermark + batchSize, whatever is visible) are gaps too, not skipped.
       await session.query(
         `INSERT INTO rollup_gaps (event_id)
          SELECT generate_series(prev + 1, id - 1) FROM (
-           SELECT id, lag(id, 1, $1::bigint) OVER (ORDER BY id) AS prev
-             FROM idempotency_events WHERE id > $1 AND id <= $2
+           SELECT id, lag(id, 1, $1::bigint) OVER (ORDER BY id) AS prev FROM (
+             SELECT id FROM idempotency_events WHERE id > $1 AND id <= $2
+             UNION ALL
+             SELECT $2::bigint + 1
+           ) ids
          ) t WHERE id - prev > 1
          ON CONFLICT (event_id) DO NOTHING`,
         [watermark, upTo],

@@ -5,7 +5,7 @@
 -- response headers stored as a JSON object (PHP's json_encode of an associative array),
 -- payload hashes other than lowercase hex SHA-256 (SHA-1, MD5, base64, upper case), keys
 -- longer than 255 characters, lower-case currency codes, outbox states of the service's own.
--- The console reads all of these (lib/records/stored-response.ts and the property tests in
+-- The console reads all of these (lib/idempotency/stored-response.ts and the property tests in
 -- test/record-shapes.test.ts); it treats any outbox state other than 'sent'/'failed' as not
 -- dispatched yet (retention never purges a record with one).
 --
