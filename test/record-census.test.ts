@@ -274,6 +274,28 @@ describe("record census (lib/stats/census.ts)", () => {
     expect(departures.map((d) => d.kind)).toEqual(expect.arrayContaining(["deleted_outside", "expires_moved"]));
   }, 120_000);
 
+  it("the sweep finds what writers did without any event (a delete, a moved expiry) round the table, repairs it and reports it", async () => {
+    await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
+    await db.sql.exec(`DELETE FROM census_departures`);
+    const [gone] = await db.sql.query<{ id: bigint }>(
+      `DELETE FROM idempotency_records WHERE id = (SELECT max(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold) RETURNING id`,
+    );
+    await db.sql.query(`UPDATE idempotency_records SET expires_at = expires_at + interval '5 days' WHERE id = (SELECT min(id) FROM idempotency_records)`);
+    expect(await stored(db.sql)).not.toEqual(await expected(db.sql));
+    // Small slices: several refreshes go round the table once.
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records`);
+    const slice = 40;
+    for (let i = 0; i <= Number(n) / slice + 1; i++) await db.withSession((s) => refreshRollups(s, { sweepRecords: slice }));
+    expect(await stored(db.sql)).toEqual(await expected(db.sql));
+    await expectExact("after the sweep", 13);
+    const departures = Object.fromEntries(
+      (await db.sql.query<{ kind: string; records: bigint }>(`SELECT kind, records FROM census_departures`)).map((d) => [d.kind, Number(d.records)]),
+    );
+    expect(departures).toEqual({ deleted_outside: 1, expires_moved: 1 });
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+    expect((await db.sql.query(`SELECT 1 FROM record_census_members WHERE record_id = $1`, [gone.id])).length).toBe(0);
+  }, 120_000);
+
   it("a repair applies what it read record by record: a refresh between the check's snapshot and its repair is kept", async () => {
     await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
     // Drift in one operation-hour (a record deleted behind the console's back)…
