@@ -20,6 +20,9 @@ import {
   useUrlFilters,
 } from "@/components/queue/read-ui";
 import { BULK_RELEASE_LIMIT, releaseConfirmation } from "@/lib/redis/confirm";
+import type { Jsonified } from "@/lib/api/json";
+import type { KeyView } from "@/lib/redis/lookup";
+import type { storeWedged } from "@/lib/redis/views";
 import type { RedisStoreJson, StoresJson } from "./types";
 
 /**
@@ -34,27 +37,9 @@ interface CensusJson {
   census: NonNullable<StoresJson["stores"][number]["census"]>;
 }
 
-interface WedgedJson {
-  takenAt: string;
-  wedged: { count: number; oldest: { key: string; stateValue: string; ageSeconds: number | null; ttlSeconds: number | null; refusingForSeconds: number | null }[] };
-  leaseExpired: number;
-  expiringSoon: { key: string; state: string; ttlSeconds: number }[];
-}
+type WedgedJson = Jsonified<Awaited<ReturnType<typeof storeWedged>>>;
 
-interface KeyJson {
-  key: string;
-  state: string;
-  stateValue: string | null;
-  httpStatus: number | null;
-  ttlSeconds: number | null;
-  ageSeconds: number | null;
-  wedged: boolean;
-  leaseExpired: boolean;
-  refusingForSeconds: number | null;
-  fingerprint: string | null;
-  cached5xx: boolean;
-  response: { access: "none" | "masked"; code: number | null; headers: [string, string][] | null; body: string | null; masked: { path: string; rule: string }[] } | null;
-}
+type KeyJson = Jsonified<KeyView>;
 
 const FILTER_KEYS = ["store"] as const;
 const secs = (s: number | null, never = "never expires") => (s === null ? never : fmtDuration(s));

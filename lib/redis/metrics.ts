@@ -19,9 +19,20 @@ export interface RedisCensusEntry {
   census: RedisCensus | null;
 }
 
+let configErrorLogged = false;
+
 /** The latest census of every configured store (starts a first census where there is none). */
 export function latestRedisCensuses(): RedisCensusEntry[] {
-  return redisConfig().stores.map((store) => {
+  let stores;
+  try {
+    stores = redisConfig().stores;
+  } catch (err) {
+    // A malformed REDIS_* setting must not take the other metrics down; the Redis screens say why.
+    if (!configErrorLogged) console.error("redis: no metrics:", err instanceof Error ? err.message : err);
+    configErrorLogged = true;
+    return [];
+  }
+  return stores.map((store) => {
     const { latest, running } = censusState(store);
     if (!latest && !running) censusOf(store).catch(() => {});
     return { store: store.name, census: latest };
