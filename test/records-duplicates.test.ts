@@ -132,6 +132,39 @@ describe("duplicate-charge finder", () => {
   });
 });
 
+describe("the keys' whole lifetime (no range given)", () => {
+  it("searches every record still held, from the oldest one, and finds every planted double charge however old", async () => {
+    const [{ oldest }] = await db.sql.query<{ oldest: Date }>(`SELECT min(created_at) AS oldest FROM idempotency_records`);
+    const r = await findDuplicates(db.sql, {});
+    expect(r.lifetime).toBe(true);
+    expect(r.from.getTime()).toBe(new Date(oldest).getTime());
+    expect(r.to.getTime()).toBeGreaterThan(now.getTime());
+    // Every planted pair, the oldest (days back) included — a week's range would miss some.
+    const found = r.clusters.map((c) => c.records.map((x) => x.id.toString()).join("+"));
+    for (const pair of planted()) expect(found).toContain(pair);
+    const weekAgo = now.getTime() - 7 * 86_400_000;
+    expect(demo.doubleSubmits.some((p) => Date.parse(p.createdAt[0]) < weekAgo), "the demo plants pairs older than a week").toBe(true);
+    // Scoped: from that scope's oldest record.
+    const scope = demo.doubleSubmits[0].scope;
+    const [{ oldestInScope }] = await db.sql.query<{ oldestInScope: Date }>(`SELECT min(created_at) AS "oldestInScope" FROM idempotency_records WHERE scope = $1`, [scope]);
+    const scoped = await findDuplicates(db.sql, { scope });
+    expect(scoped.from.getTime()).toBe(new Date(oldestInScope).getTime());
+    expect(scoped.clusters.every((c) => c.scope === scope)).toBe(true);
+    expect(scoped.clusters.length).toBe(r.clusters.filter((c) => c.scope === scope).length);
+  });
+
+  it("the API answers lifetime: true without from/to, and takes a range of any length for one scope", async () => {
+    const route = await import("@/app/api/v1/duplicates/route");
+    const { token } = await tokenFor(db, ["support"]);
+    const all = await json(await call(route.GET, `/api/v1/duplicates`, token));
+    expect(all.lifetime).toBe(true);
+    expect(all.clusters.length).toBeGreaterThanOrEqual(planted().length);
+    const ranged = await call(route.GET, `/api/v1/duplicates?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z&scope=${encodeURIComponent(demo.doubleSubmits[0].scope)}`, token);
+    expect(ranged.status).toBe(200);
+    expect((await json(ranged)).lifetime).toBe(false);
+  });
+});
+
 describe("GET /api/v1/duplicates", () => {
   it("answers clusters as JSON, and refuses bad parameters with 400 problem+json", async () => {
     const route = await import("@/app/api/v1/duplicates/route");

@@ -48,25 +48,32 @@ export const duplicatesQuerySchema = z
   })
   .strict()
   .transform((v, ctx) => {
-    const range = resolveRange(v, { defaultSpanMs: DAY_MS, maxSpanMs: 31 * DAY_MS });
+    // No range given: every record still held (the keys' whole lifetime), resolved by findDuplicates.
+    if (v.from === undefined && v.to === undefined) return { ...rest(v), from: undefined, to: undefined };
+    // A range: at most 31 days across all customers; any length for one scope (its index bounds the work).
+    const range = resolveRange(v, { defaultSpanMs: DAY_MS, maxSpanMs: v.scope ? Number.MAX_SAFE_INTEGER : 31 * DAY_MS });
     if (typeof range === "string") {
       ctx.addIssue({ code: "custom", message: range, path: ["from"] });
       return z.NEVER;
     }
-    return {
-      ...range,
-      windowSeconds: v.window ?? DEFAULT_WINDOW_SECONDS,
-      scope: v.scope,
-      operation: v.operation,
-      bases: v.basis === undefined || v.basis === "both" ? [...DUPLICATE_BASES] : [v.basis],
-      limit: v.limit ?? 100,
-    };
+    return { ...rest(v), ...range };
   });
+
+function rest(v: { window?: number; scope?: string; operation?: string; basis?: DuplicateBasis | "both"; limit?: number }) {
+  return {
+    windowSeconds: v.window ?? DEFAULT_WINDOW_SECONDS,
+    scope: v.scope,
+    operation: v.operation,
+    bases: v.basis === undefined || v.basis === "both" ? [...DUPLICATE_BASES] : [v.basis],
+    limit: v.limit ?? 100,
+  };
+}
 
 export type DuplicatesQuery = z.output<typeof duplicatesQuerySchema>;
 export interface DuplicatesInput {
-  from: Date;
-  to: Date;
+  /** Both absent: every record still held (from the oldest one, of the scope when given, until now). */
+  from?: Date;
+  to?: Date;
   windowSeconds?: number;
   scope?: string;
   operation?: string;
@@ -102,8 +109,11 @@ export interface DuplicateCluster {
 }
 
 export interface DuplicatesResult {
+  /** The range searched (records created in [from, to)); with `lifetime`, from is the oldest record held. */
   from: Date;
   to: Date;
+  /** No range was asked for: every record still held was searched (the keys' whole lifetime). */
+  lifetime: boolean;
   windowSeconds: number;
   bases: DuplicateBasis[];
   clusters: DuplicateCluster[];
@@ -122,7 +132,7 @@ const ANCHOR_WHERE: Record<DuplicateBasis, string> = {
 };
 
 /** The pair-finding SQL (exported for the EXPLAIN test). */
-export function duplicatePairsSql(input: DuplicatesInput): { text: string; values: unknown[] } {
+export function duplicatePairsSql(input: DuplicatesInput & { from: Date; to: Date }): { text: string; values: unknown[] } {
   const p = paramList();
   const from = p.add(input.from);
   const to = p.add(input.to);
@@ -147,11 +157,31 @@ export function duplicatePairsSql(input: DuplicatesInput): { text: string; value
   return { text: `${branches.join(" UNION ALL ")} ORDER BY last_at DESC LIMIT ${cap}`, values: p.values };
 }
 
+/**
+ * The range of "every record still held": from the oldest record (of the scope, when given)
+ * to now, or just past the newest record when a writer's clock runs ahead. Both ends come
+ * from the ends of (created_at, id) or (scope, created_at, id): two index probes.
+ */
+export async function lifetimeRange(sql: SqlExecutor, scope: string | undefined, now = new Date()): Promise<{ from: Date; to: Date }> {
+  const [row] = await sql.query<{ oldest: Date | null; newest: Date | null }>(
+    `SELECT min(created_at) AS oldest, max(created_at) AS newest FROM idempotency_records${scope ? " WHERE scope = $1" : ""}`,
+    scope ? [scope] : [],
+  );
+  const newest = row?.newest ? new Date(row.newest).getTime() + 1 : 0;
+  const to = new Date(Math.max(now.getTime(), newest));
+  const from = row?.oldest ? new Date(row.oldest) : now;
+  return { from: from < to ? from : new Date(to.getTime() - 1), to };
+}
+
 export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): Promise<DuplicatesResult> {
   const windowSeconds = input.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
   const bases = input.bases ?? [...DUPLICATE_BASES];
   const limit = Math.min(input.limit ?? 100, MAX_CLUSTERS);
-  const { text, values } = duplicatePairsSql({ ...input, windowSeconds, bases });
+  const lifetime = input.from === undefined && input.to === undefined;
+  const { from, to } = lifetime
+    ? await lifetimeRange(sql, input.scope)
+    : { from: input.from ?? new Date((input.to ?? new Date()).getTime() - DAY_MS), to: input.to ?? new Date() };
+  const { text, values } = duplicatePairsSql({ ...input, from, to, windowSeconds, bases });
   const raw = await sql.query<{ first: bigint; second: bigint; basis: DuplicateBasis; secondsApart: number }>(text, values);
   let truncated = raw.length > MAX_PAIRS;
   const rows = raw.slice(0, MAX_PAIRS);
@@ -204,7 +234,7 @@ export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): 
     clusters = clusters.slice(0, limit);
     truncated = true;
   }
-  return { from: input.from, to: input.to, windowSeconds, bases, clusters, truncated };
+  return { from, to, lifetime, windowSeconds, bases, clusters, truncated };
 }
 
 function same<T>(values: T[]): T | null {
