@@ -116,11 +116,6 @@ function screensDir(testInfo: TestInfo): string {
   return path.resolve(import.meta.dirname, "..", "test-results", "screens", testInfo.project.name);
 }
 
-test.beforeAll(async ({}, testInfo) => {
-  rmSync(screensDir(testInfo), { recursive: true, force: true });
-  mkdirSync(screensDir(testInfo), { recursive: true });
-});
-
 async function pickRecords(page: Page): Promise<Picks> {
   const get = async <T,>(url: string): Promise<T> => {
     const res = await page.request.get(url);
@@ -138,6 +133,9 @@ async function pickRecords(page: Page): Promise<Picks> {
 for (const role of ALL) {
   test(`${role}: every screen at 390 px and 1440 px — no sideways scroll, no console error, no serious axe violation`, async ({ page }, testInfo) => {
     test.setTimeout(240_000);
+    const dir = path.join(screensDir(testInfo), role);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
     const errors = collectErrors(page);
     await page.setViewportSize(SIZES[0]);
     await signInAs(page, testInfo, role);
@@ -148,9 +146,12 @@ for (const role of ALL) {
       await page.setViewportSize(size);
       for (const s of mine) {
         const where = `${role} ${s.path} at ${size.width}px`;
+        const t0 = Date.now();
         await page.goto(s.path);
         await s.ready(page);
+        const t1 = Date.now();
         await settle(page);
+        const t2 = Date.now();
         const { overflow, culprits } = await sideways(page);
         expect.soft(overflow, `${where} scrolls sideways by ${overflow}px: ${culprits.join(", ")}`).toBeLessThanOrEqual(0);
         const axe = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
@@ -161,7 +162,9 @@ for (const role of ALL) {
             `${where}: axe violations`,
           )
           .toEqual([]);
-        await page.screenshot({ path: path.join(screensDir(testInfo), role, `${s.name}-${size.name}.png`), fullPage: true });
+        const t3 = Date.now();
+        await page.screenshot({ path: path.join(dir, `${s.name}-${size.name}.png`), fullPage: true });
+        if (process.env.SWEEP_TIMING) console.log(`${where}: load ${t1 - t0} ms, settle ${t2 - t1} ms, checks ${t3 - t2} ms, screenshot ${Date.now() - t3} ms`);
         expect.soft(errors(), `${where}: console errors`).toEqual([]);
       }
     }

@@ -3,7 +3,8 @@ import { provideDatabase } from "@/lib/db/client";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
-import { findDuplicates, type DuplicatesInput } from "@/lib/records/duplicates";
+import { duplicatesOfRecord, findDuplicates, type DuplicatesInput } from "@/lib/records/duplicates";
+import { recordColumns, type RecordSummary } from "@/lib/records/row";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 
@@ -108,6 +109,34 @@ describe("duplicate-charge finder", () => {
     const limited = await findDuplicates(db.sql, { ...range, limit: 1 });
     expect(limited).toMatchObject({ truncated: true });
     expect(limited.clusters).toHaveLength(1);
+  });
+
+  it("a record's page lists its whole cluster, as /duplicates groups it: clicks 8 minutes apart chain past the window", async () => {
+    const t0 = new Date("2026-11-28T08:00:00.000Z").getTime();
+    const ids: bigint[] = [];
+    for (const [k, s] of [0, 480, 960].entries()) {
+      const r = await new IdempotencyStore(db.prisma, { clock: () => new Date(t0 + s * 1000) }).begin({
+        scope: "tenant:chain", operation: "capture_payment", key: `chain-${k}`, payload: { cart: 7 }, amountMinor: 1999, currency: "EUR",
+      });
+      if (r.outcome !== "owner") throw new Error("setup");
+      ids.push(r.record.id);
+    }
+    const [first] = await db.sql.query<RecordSummary>(`SELECT ${recordColumns("r")} FROM idempotency_records r WHERE id = $1`, [ids[0]]);
+    const dups = await duplicatesOfRecord(db.sql, first);
+    expect(dups.map((d) => d.id)).toEqual([ids[1], ids[2]]);
+    expect(dups[0]).toMatchObject({ basis: ["payload_hash"], secondsApart: 480 });
+    expect(dups[0].via).toBeUndefined();
+    expect(dups[1]).toMatchObject({ basis: ["payload_hash"], secondsApart: 960, via: ids[1] });
+
+    // Every cluster of the duplicates screen, seen from each of its records' pages: the same records.
+    const all = await findDuplicates(db.sql, { limit: 500 });
+    expect(all.clusters.length).toBeGreaterThan(3);
+    for (const c of all.clusters) {
+      for (const member of c.records) {
+        const others = (await duplicatesOfRecord(db.sql, member)).map((d) => d.id).sort();
+        expect(others, `record ${member.id}`).toEqual(c.records.map((r) => r.id).filter((id) => id !== member.id).sort());
+      }
+    }
   });
 
   it("after bulk volume, equals a brute-force comparison over the raw table", async () => {

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState, type FormEvent } from "react";
 import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
 import { ACTION_LABEL } from "@/components/records/actions/ResolvePanel";
 import { BULK_LIMIT, confirmationText } from "@/lib/reconcile/confirm";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * The queue's bulk "Check with provider": the selected rows (at most 100) go to
@@ -116,7 +117,7 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
               .join(", ")}
             .
           </p>
-          <div className="table-wrap">
+          <ScrollBox label="Outcomes per record">
             <table className="data-table compact" data-testid="bulk-outcomes">
               <thead>
                 <tr>
@@ -139,7 +140,7 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollBox>
           <div className="bulk-buttons">
             <button type="button" className="primary" data-testid="bulk-close" onClick={onClose}>
               Close

@@ -2,11 +2,13 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { useIntentKey } from "@/components/client/intent-key";
 import { ErrorState } from "@/components/queue/read-ui";
 import { fmt, policyName, type DryRunJson, type RunJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * Dry run first (GET /api/v1/retention/dry-run): per policy, what would be deleted and
@@ -62,12 +64,12 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
   return (
     <div data-testid="dry-run-result">
       <p>
-        As of {formatTime(dry.asOf)}, a purge would delete <strong data-testid="dry-run-total-records">{fmt(dry.totals.records)}</strong> records and{" "}
+        As of <When iso={dry.asOf} />, a purge would delete <strong data-testid="dry-run-total-records">{fmt(dry.totals.records)}</strong> records and{" "}
         <strong data-testid="dry-run-total-events">{fmt(dry.totals.events)}</strong> events.
         {dry.policies.length === 0 ? " There is no retention policy, so nothing is eligible." : null}
       </p>
       {dry.policies.length ? (
-        <div className="rs-table-wrap">
+        <ScrollBox label="Dry run per operation" className="rs-table-wrap">
           <table className="rs-table" data-testid="dry-run-table">
             <thead>
               <tr>
@@ -101,7 +103,7 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
                       ? "—"
                       : p.samples.map((s) => (
                           <div key={s.id} className="nowrap">
-                            <a href={`/records/${s.id}`}>#{s.id}</a> <span className="subtle">{s.scope} · {s.status} · expired {formatTime(s.expiresAt)}</span>
+                            <a href={`/records/${s.id}`}>#{s.id}</a> <span className="subtle">{s.scope} · {s.status} · expired <When iso={s.expiresAt} /></span>
                           </div>
                         ))}
                   </td>
@@ -109,7 +111,7 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       ) : null}
     </div>
   );

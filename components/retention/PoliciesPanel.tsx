@@ -2,12 +2,14 @@
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, useAction } from "@/components/client/use-action";
 import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import { policyName, type PolicyJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * Retention policies: per operation, and the default for every other operation.
@@ -37,7 +39,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
           {canManage ? "Add a default policy below." : "An admin (retention.manage) can add one."}
         </EmptyState>
       ) : (
-        <div className="rs-table-wrap">
+        <ScrollBox label="Retention policies" className="rs-table-wrap">
           <table className="rs-table" data-testid="policies-table">
             <thead>
               <tr>
@@ -99,7 +101,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
                     </td>
                     <td>{p.enabled ? "enabled" : <span className="purge-state purge-state-cancelled">disabled — keeps everything</span>}</td>
                     <td className="subtle nowrap">
-                      {formatTime(p.updatedAt)} {p.updatedByLabel ? `· ${p.updatedByLabel}` : ""}
+                      <When iso={p.updatedAt} /> {p.updatedByLabel ? `· ${p.updatedByLabel}` : ""}
                     </td>
                     {canManage ? (
                       <td>
@@ -113,7 +115,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
               )}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       )}
       {canManage && query.data ? (
         <NewPolicyForm

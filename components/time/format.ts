@@ -131,3 +131,14 @@ export function inputToInstant(value: string, timeZone = DEFAULT_TIME_ZONE): str
   t = asUtc - wallClock(t, timeZone).offsetMinutes * 60_000;
   return new Date(t).toISOString().replace(".000Z", "Z");
 }
+
+/**
+ * Axis labels of a chart whose buckets are UTC hours or days (the rollups' buckets): the
+ * day ("11-24") for day buckets, the hour ("05:00") within a day, both otherwise. Charts
+ * say "UTC" in their title: a bucket is a UTC hour or day whatever the user's zone.
+ */
+export function bucketLabeller(stepSeconds: number, spanMs: number): (iso: string) => string {
+  if (stepSeconds >= 86_400) return (iso) => formatDay(iso, DEFAULT_TIME_ZONE).slice(5);
+  if (spanMs <= 86_400_000) return (iso) => formatClock(iso, DEFAULT_TIME_ZONE);
+  return (iso) => `${formatDay(iso, DEFAULT_TIME_ZONE).slice(5)} ${formatClock(iso, DEFAULT_TIME_ZONE)}`;
+}

@@ -406,7 +406,7 @@ async function settle(
           ? answer.kind === "unusable"
             ? `Nothing to ask the provider (${answer.reason}): the item needs a decision by hand.`
             : `${what}; after ${attempts} attempts the item needs a decision by hand.`
-          : `${what}; the record stays ${record?.status ?? "as it is"}, next check ${next!.toISOString()}.`;
+          : `${what}; the record stays ${record?.status ?? "as it is"} until its next check.`;
       }
 
       let auditId: bigint | null = null;

@@ -268,18 +268,24 @@ export interface SuspectedDuplicate extends RecordSummary {
   basis: DuplicateBasis[];
   /** Positive: created after the record in question. */
   secondsApart: number;
+  /**
+   * The cluster member it pairs with when that is not the record in question (a third
+   * click minutes after the second); absent for the record's direct partners.
+   */
+  via?: bigint;
 }
 
-/** The suspected duplicates of one record, within ±window (record detail). */
-export async function duplicatesOfRecord(
-  sql: SqlExecutor,
-  record: Pick<RecordSummary, "id" | "scope" | "operation" | "idempotencyKey" | "payloadHash" | "resourceId" | "amountMinor" | "currency" | "createdAt">,
-  windowSeconds = DEFAULT_WINDOW_SECONDS,
-): Promise<SuspectedDuplicate[]> {
+/** At most this many records of one record's cluster are read (a cluster is a handful of clicks). */
+export const MAX_CLUSTER_RECORDS = 50;
+
+type DuplicateProbe = Pick<RecordSummary, "id" | "scope" | "operation" | "idempotencyKey" | "payloadHash" | "resourceId" | "amountMinor" | "currency" | "createdAt">;
+
+/** The direct partners of one record within ±window, by either rule (two index probes). */
+async function partnersOf(sql: SqlExecutor, record: DuplicateProbe, windowSeconds: number): Promise<(RecordSummary & { basis: DuplicateBasis })[]> {
   const near = `b.idempotency_key <> $4 AND b.created_at BETWEEN $5::timestamptz - make_interval(secs => $6)
                 AND $5::timestamptz + make_interval(secs => $6)`;
   const hasResource = record.resourceId !== null && record.amountMinor !== null && record.currency !== null;
-  const rows = await sql.query<RecordSummary & { basis: DuplicateBasis }>(
+  return sql.query<RecordSummary & { basis: DuplicateBasis }>(
     `SELECT ${recordColumns("b")}, 'payload_hash'::text AS basis FROM idempotency_records b
       WHERE b.scope = $1 AND b.operation = $2 AND b.payload_hash = $3 AND ${near}
      ${
@@ -299,11 +305,38 @@ export async function duplicatesOfRecord(
       ...(hasResource ? [record.resourceId, record.amountMinor, record.currency] : []),
     ],
   );
+}
+
+/**
+ * The suspected duplicates of one record (record detail): its whole cluster under the
+ * duplicates screen's rules — its partners within ±window, their partners, and so on —
+ * so the record page always lists what /duplicates groups with it, however the clicks
+ * were spread. Each hop is the same two index probes; at most MAX_CLUSTER_RECORDS.
+ */
+export async function duplicatesOfRecord(sql: SqlExecutor, record: DuplicateProbe, windowSeconds = DEFAULT_WINDOW_SECONDS): Promise<SuspectedDuplicate[]> {
   const out = new Map<bigint, SuspectedDuplicate>();
-  for (const { basis, ...r } of rows) {
-    const d = out.get(r.id) ?? { ...r, basis: [], secondsApart: Math.round((r.createdAt.getTime() - record.createdAt.getTime()) / 1000) };
-    if (!d.basis.includes(basis)) d.basis.push(basis);
-    out.set(r.id, d);
+  const seen = new Set<bigint>([record.id]);
+  let frontier: DuplicateProbe[] = [record];
+  while (frontier.length && out.size < MAX_CLUSTER_RECORDS) {
+    const next: DuplicateProbe[] = [];
+    for (const member of frontier) {
+      for (const { basis, ...r } of await partnersOf(sql, member, windowSeconds)) {
+        if (r.id === record.id) continue;
+        const d = out.get(r.id) ?? {
+          ...r,
+          basis: [],
+          secondsApart: Math.round((r.createdAt.getTime() - record.createdAt.getTime()) / 1000),
+          ...(member.id === record.id ? {} : { via: member.id }),
+        };
+        if ((member.id === record.id || d.via === member.id) && !d.basis.includes(basis)) d.basis.push(basis);
+        out.set(r.id, d);
+        if (!seen.has(r.id)) {
+          seen.add(r.id);
+          next.push(r);
+        }
+      }
+    }
+    frontier = next;
   }
-  return [...out.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  return [...out.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()).slice(0, MAX_CLUSTER_RECORDS);
 }

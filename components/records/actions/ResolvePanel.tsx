@@ -4,7 +4,8 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import { absoluteTime, StatusBadge, Time } from "../ui";
+import { When } from "@/components/time/When";
+import { StatusBadge } from "../ui";
 import type { RecordActionProps } from "./types";
 
 /**
@@ -75,7 +76,7 @@ export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
       {open ? (
         <>
           <p className="subtle" data-testid="resolve-state">
-            The record is <StatusBadge status={record.status} /> since <Time iso={record.updatedAt} /> ({absoluteTime(record.updatedAt)}), version{" "}
+            The record is <StatusBadge status={record.status} /> since <When iso={record.updatedAt} />, version{" "}
             <strong data-testid="resolve-version">{record.version}</strong>.
             {record.status === "processing" ? " A processing record can be resolved only once it is stuck past its operation's threshold (the worker died)." : null}
           </p>
@@ -139,7 +140,12 @@ function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChange
       {result ? (
         <p className={`notice ${result.action === "needs_manual" || result.action === "superseded" ? "error" : "ok"}`} role="status" data-testid="reconcile-result" data-action={result.action}>
           <strong>{ACTION_LABEL[result.action] ?? result.action}.</strong> {result.message}
-          {result.item && result.item.state === "open" && result.item.nextCheckAt ? <> Next check {absoluteTime(result.item.nextCheckAt)}.</> : null}
+          {result.item && result.item.state === "open" && result.item.nextCheckAt ? (
+            <>
+              {" "}
+              Next check: <When iso={result.item.nextCheckAt} />.
+            </>
+          ) : null}
         </p>
       ) : null}
       {check.isError ? (
@@ -257,7 +263,7 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
           {conflict.current ? (
             <p data-testid="resolve-conflict-current">
               Now: {conflict.current.status ? <StatusBadge status={conflict.current.status} /> : null} version {conflict.current.version ?? "?"}
-              {conflict.current.updatedAt ? <>, changed {absoluteTime(conflict.current.updatedAt)}</> : null}.
+              {conflict.current.updatedAt ? <>, changed <When iso={conflict.current.updatedAt} /></> : null}.
             </p>
           ) : null}
           <button
