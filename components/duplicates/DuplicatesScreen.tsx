@@ -3,6 +3,7 @@
 import type { Jsonified } from "@/lib/api/json";
 import type { RecordSummary } from "@/lib/records/row";
 import { whoCan } from "@/lib/auth/permissions";
+import { compensability } from "@/lib/compensations/compensable";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
 import { apiFetch } from "@/components/client/api";
@@ -301,9 +302,8 @@ const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode;
 function handOver(a: RecordJson, b: RecordJson, basis: Basis[], secondsApart: number, allowed: boolean): { href: string | null; why: string } {
   if (!allowed) return { href: null, why: `Handing over needs ${whoCan("compensations.request")} (permission compensations.request).` };
   if (b.status !== "completed") return { href: null, why: `Record #${b.id} is ${b.status}: nothing was charged twice to give back.` };
-  if (!b.provider || !b.providerReference || b.amountMinor === null || !b.currency) {
-    return { href: null, why: `Record #${b.id} has no provider charge (reference, amount, currency) to compensate.` };
-  }
+  const can = compensability(b);
+  if (!can.allowed) return { href: null, why: can.reason! };
   const reason =
     `Duplicate of record #${a.id} (${basis.map((x) => BASIS_LABEL[x]).join(", ")}, created ${fmtDuration(secondsApart)} later under a different ` +
     `idempotency key ${b.idempotencyKey}): refund the second charge ${b.providerReference}.`;

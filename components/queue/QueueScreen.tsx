@@ -360,8 +360,12 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
                             </div>
                           ) : null}
                         </>
-                      ) : (
+                      ) : i.providerRequestId ? (
                         <span className="subtle">none open</span>
+                      ) : (
+                        <span className="subtle" data-testid="not-checkable">
+                          none open · no provider request id: nothing to ask the provider, resolve it by hand
+                        </span>
                       )}
                     </td>
                   </tr>

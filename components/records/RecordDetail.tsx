@@ -10,7 +10,7 @@ import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { RecordCompensations } from "@/components/compensations/RecordCompensations";
 import { RecordActions } from "./actions/RecordActions";
-import type { RecordActionAccess } from "./actions/types";
+import type { RecordActionAccess, RecordActionAvailability } from "./actions/types";
 import { StoredBody, type MaskedPlace } from "./StoredBody";
 import { When } from "@/components/time/When";
 import { formatMoney, formatSeconds, SkeletonRows, StatusBadge, retryUnlessClientError } from "./ui";
@@ -56,6 +56,8 @@ interface Detail {
   suspectedDuplicates: Duplicate[];
   duplicateWindowSeconds: number;
   compensations: Row[];
+  checkWithProvider: RecordActionAvailability["check"];
+  compensation: RecordActionAvailability["compensation"];
 }
 
 interface RevealResult {
@@ -126,7 +128,7 @@ export function RecordDetail({
         </button>
       </div>
 
-      <RecordActions record={r} access={actions} onChanged={() => void client.invalidateQueries({ queryKey: queryKeys.records.detail(id) })} />
+      <RecordActions record={r} access={actions} availability={{ check: d.checkWithProvider, compensation: d.compensation }} onChanged={() => void client.invalidateQueries({ queryKey: queryKeys.records.detail(id) })} />
 
       <div className="detail-grid">
         <Section title="Fields" testId="record-fields">

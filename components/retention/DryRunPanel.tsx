@@ -1,6 +1,7 @@
 "use client";
 
 import { useQueryClient } from "@tanstack/react-query";
+import { useTouched } from "@/components/client/use-touched";
 import { useState, type FormEvent } from "react";
 import { apiFetch } from "@/components/client/api";
 import { When } from "@/components/time/When";
@@ -122,6 +123,7 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
   const intent = useIntentKey();
   const [reason, setReason] = useState("");
   const [batchSize, setBatchSize] = useState("1000");
+  const touched = useTouched();
   const [pauseMs, setPauseMs] = useState("100");
   const [confirm, setConfirm] = useState("");
   const [busy, setBusy] = useState(false);
@@ -156,11 +158,11 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
       <div className="retention-form-row">
         <label>
           Batch size <span className="subtle">(rows per short transaction)</span>
-          <input type="number" min={1} max={100000} value={batchSize} onChange={(e) => setBatchSize(e.target.value)} aria-invalid={!batchOk} data-testid="purge-batch-size" />
+          <input type="number" min={1} max={100000} value={batchSize} onChange={(e) => { setBatchSize(e.target.value); touched.touch("batch"); }} onBlur={touched.onBlur("batch")} aria-invalid={touched.invalid("batch", !batchOk)} data-testid="purge-batch-size" />
         </label>
         <label>
           Pause between batches (ms)
-          <input type="number" min={0} max={600000} value={pauseMs} onChange={(e) => setPauseMs(e.target.value)} aria-invalid={!pauseOk} data-testid="purge-pause-ms" />
+          <input type="number" min={0} max={600000} value={pauseMs} onChange={(e) => { setPauseMs(e.target.value); touched.touch("pause"); }} onBlur={touched.onBlur("pause")} aria-invalid={touched.invalid("pause", !pauseOk)} data-testid="purge-pause-ms" />
         </label>
       </div>
       <label>

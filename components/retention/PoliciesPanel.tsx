@@ -1,6 +1,7 @@
 "use client";
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useTouched } from "@/components/client/use-touched";
 import { useState, type FormEvent } from "react";
 import { apiFetch } from "@/components/client/api";
 import { When } from "@/components/time/When";
@@ -222,6 +223,7 @@ function NewPolicyForm({
 }) {
   const intent = useIntentKey();
   const [operation, setOperation] = useState("");
+  const touched = useTouched();
   const [records, setRecords] = useState("30");
   const [events, setEvents] = useState("90");
   const [reason, setReason] = useState("");
@@ -249,7 +251,7 @@ function NewPolicyForm({
       <div className="retention-form-row">
         <label>
           Operation <span className="subtle">{hasDefault ? "(lower_snake_case)" : "(empty = the default)"}</span>
-          <input type="text" value={operation} onChange={(e) => setOperation(e.target.value)} placeholder={hasDefault ? "capture_payment" : "empty: default"} aria-invalid={!opOk} data-testid="policy-add-operation" />
+          <input type="text" value={operation} onChange={(e) => { setOperation(e.target.value); touched.touch("operation"); }} onBlur={touched.onBlur("operation")} placeholder={hasDefault ? "capture_payment" : "empty: default"} aria-invalid={touched.invalid("operation", !opOk)} data-testid="policy-add-operation" />
         </label>
         <label>
           Keep records (days after expiry)

@@ -52,7 +52,7 @@ const message = (err: unknown) => (err instanceof Error ? err.message : String(e
 /** A lost answer (network) may be retried with the same key; any answer from the server ends the intent. */
 const answered = (err: unknown) => !(err instanceof ApiError && err.status === 0);
 
-export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
+export function ResolvePanel({ record, access, availability, onChanged }: RecordActionProps) {
   const client = useQueryClient();
   const [done, setDone] = useState<Notice>(null);
   const open = record.status === "pending" || record.status === "processing";
@@ -81,7 +81,7 @@ export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
             {record.status === "processing" ? " A processing record can be resolved only once it is stuck past its operation's threshold (the worker died)." : null}
           </p>
           <div className="resolve-grid">
-            {access.reconcile ? <CheckWithProvider recordId={record.id} onChanged={changed} /> : null}
+            {access.reconcile ? <CheckWithProvider recordId={record.id} can={availability.check} onChanged={changed} /> : null}
             {access.resolve ? (
               <ResolveByHand key={`${record.id}:${record.version}`} recordId={record.id} version={record.version} onChanged={changed} onReload={onChanged} />
             ) : null}
@@ -92,7 +92,7 @@ export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
   );
 }
 
-function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChanged: (text: string | null) => void }) {
+function CheckWithProvider({ recordId, can, onChanged }: { recordId: string; can: RecordActionProps["availability"]["check"]; onChanged: (text: string | null) => void }) {
   const [reason, setReason] = useState("");
   const [key, setKey] = useState(newIdempotencyKey);
   const [result, setResult] = useState<ReconcileOutcomeJson | null>(null);
@@ -115,7 +115,13 @@ function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChange
   return (
     <form className="resolve-form" onSubmit={submit} aria-label="Check with provider" data-testid="reconcile-form">
       <h3>Check with provider</h3>
-      <p className="subtle">Asks the provider what became of the request; the record follows its answer. No answer yet: the next check is scheduled.</p>
+      {can.allowed ? (
+        <p className="subtle">Asks the provider what became of the request; the record follows its answer. No answer yet: the next check is scheduled.</p>
+      ) : (
+        <p className="notice-muted" id={`check-why-${recordId}`} data-testid="reconcile-unavailable" data-cause={can.cause ?? undefined}>
+          Not available: {can.reason}
+        </p>
+      )}
       <label>
         Reason
         <input
@@ -130,10 +136,17 @@ function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChange
           minLength={3}
           maxLength={2000}
           required
+          disabled={!can.allowed}
         />
       </label>
       <div>
-        <button type="submit" className="primary" data-testid="reconcile-submit" disabled={check.isPending || reason.trim().length < 3}>
+        <button
+          type="submit"
+          className="primary"
+          data-testid="reconcile-submit"
+          disabled={!can.allowed || check.isPending || reason.trim().length < 3}
+          aria-describedby={can.allowed ? undefined : `check-why-${recordId}`}
+        >
           {check.isPending ? "Asking the provider…" : "Check with provider"}
         </button>
       </div>
@@ -164,6 +177,8 @@ export const ACTION_LABEL: Record<string, string> = {
   needs_manual: "Needs a decision by hand",
   confirmed: "Already decided; the provider agrees",
   superseded: "Someone else resolved it first",
+  nothing_to_check: "Nothing to ask the provider",
+  not_found: "Not found",
   refused: "Refused",
 };
 
