@@ -8,8 +8,11 @@ import { signInAs, type Role } from "./support/auth";
  * Every screen, for every role that may open it, on a phone (390×844) and a laptop
  * (1440×900): nothing scrolls the page sideways, nothing is logged to the console as an
  * error (a failed request, a script error, a hydration warning), and axe-core finds no
- * serious or critical accessibility violation. One sign-in per role, one tab reused for
- * every screen; the screenshots stay in test-results/screens/<project>/ (CI artifacts).
+ * serious or critical accessibility violation — on every screen for every role at 390 px,
+ * and at 1440 px once per screen (the first role that sees it: the wide layout is the same
+ * markup, the narrow one is where the menu and stacked tables differ). One sign-in per
+ * role, one tab reused for every screen; the screenshots stay in
+ * test-results/screens/<project>/<role>/ (CI artifacts).
  *
  * Per role, one test: its screens at both sizes. Findings are collected (expect.soft)
  * so one run reports every screen that fails, not only the first.
@@ -78,9 +81,9 @@ function collectErrors(page: Page): () => string[] {
   };
 }
 
-/** Waits until the screen's data arrived: no skeleton or busy region left, the network quiet. */
+/** Waits until the screen's data arrived: loaded, no skeleton or busy region left. */
 async function settle(page: Page): Promise<void> {
-  await page.waitForLoadState("networkidle");
+  await page.waitForLoadState("load");
   await expect(page.locator('[data-testid="loading"], [aria-busy="true"], .rs-skeleton, .skeleton')).toHaveCount(0, { timeout: 20_000 });
 }
 
@@ -154,18 +157,22 @@ for (const role of ALL) {
         const t2 = Date.now();
         const { overflow, culprits } = await sideways(page);
         expect.soft(overflow, `${where} scrolls sideways by ${overflow}px: ${culprits.join(", ")}`).toBeLessThanOrEqual(0);
-        const axe = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-        const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-        expect
-          .soft(
-            bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(" | ")}`),
-            `${where}: axe violations`,
-          )
-          .toEqual([]);
+        if (size.width < 1000 || s.roles[0] === role) {
+          const axe = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
+          const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+          expect
+            .soft(
+              bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(" | ")}`),
+              `${where}: axe violations`,
+            )
+            .toEqual([]);
+        }
         const t3 = Date.now();
         await page.screenshot({ path: path.join(dir, `${s.name}-${size.name}.png`), fullPage: true });
         if (process.env.SWEEP_TIMING) console.log(`${where}: load ${t1 - t0} ms, settle ${t2 - t1} ms, checks ${t3 - t2} ms, screenshot ${Date.now() - t3} ms`);
-        expect.soft(errors(), `${where}: console errors`).toEqual([]);
+        // The 404 page's own document answers 404 on purpose (Chromium logs that); nothing else may.
+        const own = new RegExp(`status of 404 .*\\(${page.url().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\)$`);
+        expect.soft(errors().filter((e) => !(s.name === "not-found" && own.test(e))), `${where}: console errors`).toEqual([]);
       }
     }
   });
@@ -181,4 +188,38 @@ test("a page a role may not open names the role that can", async ({ page }, test
   const axe = await new AxeBuilder({ page }).analyze();
   expect(axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
   expect(errors().filter((e) => !/403/.test(e))).toEqual([]);
+});
+
+test("the duplicates screen's first view lists every planted double charge, however old; /favicon.ico answers", async ({ page }, testInfo) => {
+  const favicon = await page.request.get("/favicon.ico");
+  expect(favicon.status()).toBe(200);
+  expect(favicon.headers()["content-type"]).toMatch(/image\//);
+  await page.setViewportSize(SIZES[0]);
+  await signInAs(page, testInfo, "support", "/duplicates");
+  const api = (await (await page.request.get("/api/v1/duplicates")).json()) as { lifetime: boolean; clusters: { firstAt: string; completed: number }[] };
+  expect(api.lifetime).toBe(true);
+  // The demo plants double charges up to a month back: some older than a week (a 7-day default would say "none").
+  expect(api.clusters.some((c) => Date.parse(c.firstAt) < Date.now() - 7 * 86_400_000)).toBe(true);
+  await expect(page.getByTestId("duplicate-cluster")).toHaveCount(api.clusters.length);
+  await expect(page.getByTestId("duplicates-range")).toContainText("every record still held");
+  await expect(page.getByTestId("duplicates-summary")).toContainText(`${api.clusters.length} suspected double charge`);
+});
+
+test("keyboard: ? lists the shortcuts, g d opens the duplicates, the menu folds on a phone", async ({ page }, testInfo) => {
+  await page.setViewportSize(SIZES[0]);
+  await signInAs(page, testInfo, "viewer");
+  await expect(page.getByRole("navigation", { name: "Main" })).toBeHidden();
+  await page.getByTestId("menu-toggle").click();
+  await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
+  await page.keyboard.press("Escape");
+  await expect(page.getByRole("navigation", { name: "Main" })).toBeHidden();
+  await expect(page.getByTestId("menu-toggle")).toBeFocused();
+  await page.keyboard.press("?");
+  await expect(page.getByTestId("shortcuts")).toBeVisible();
+  await expect(page.getByTestId("shortcuts")).toContainText("Duplicates");
+  await page.keyboard.press("Escape");
+  await expect(page.getByTestId("shortcuts")).toBeHidden();
+  await page.keyboard.press("g");
+  await page.keyboard.press("d");
+  await expect(page).toHaveURL(/\/duplicates$/);
 });

@@ -80,10 +80,10 @@ export function CompensationsScreen({ canApprove, canRequest }: { canApprove: bo
       <p className="subtle" data-testid="compensations-hint">
         {canApprove
           ? "You may approve or reject compensations other people requested; approving executes it at the provider at once."
-          : `Approving needs ${whoCan("compensations.approve")} (permission compensations.approve).`}{" "}
+          : `Approving needs the permission compensations.approve (${whoCan("compensations.approve")}).`}{" "}
         {canRequest
           ? "Request one from a completed record's page, or hand a double charge over from Duplicate charges."
-          : `Requesting one needs ${whoCan("compensations.request")} (permission compensations.request).`}
+          : `Requesting one needs the permission compensations.request (${whoCan("compensations.request")}).`}
       </p>
       <ActionNotice message={last} testId="compensations-outcome" />
       <div id="tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`}>

@@ -300,7 +300,7 @@ const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode;
  * `href` when it can be offered (and what it does), else null and why not.
  */
 function handOver(a: RecordJson, b: RecordJson, basis: Basis[], secondsApart: number, allowed: boolean): { href: string | null; why: string } {
-  if (!allowed) return { href: null, why: `Handing over needs ${whoCan("compensations.request")} (permission compensations.request).` };
+  if (!allowed) return { href: null, why: `Handing over needs the permission compensations.request (${whoCan("compensations.request")}).` };
   if (b.status !== "completed") return { href: null, why: `Record #${b.id} is ${b.status}: nothing was charged twice to give back.` };
   const can = compensability(b);
   if (!can.allowed) return { href: null, why: can.reason! };
