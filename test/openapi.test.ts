@@ -130,10 +130,13 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     expect(executions).toBe(2);
 
     const rows = await db.sql.query<{ scope: string; operation: string; status: string }>(
-      `SELECT scope, operation, status FROM idempotency_records WHERE operation = 'console.records.test_action' ORDER BY id`,
+      `SELECT user_id::text AS scope, action AS operation, status FROM console_requests WHERE action = 'records.test_action' ORDER BY id`,
     );
     expect(rows.map((r) => r.status)).toEqual(["completed", "completed"]);
     expect(new Set(rows.map((r) => r.scope)).size).toBe(2);
+    // The console's own requests never land in the writers' tables.
+    const shared = await db.sql.query(`SELECT 1 FROM idempotency_records UNION ALL SELECT 1 FROM idempotency_events`);
+    expect(shared).toEqual([]);
   });
 
   it("stores refusals too: a retry of a refused attempt replays the 409", async () => {
