@@ -180,7 +180,7 @@ function WriterDepartures({ data, now }: { data: OverviewJson; now: number }) {
       <ul>
         {d.map((x) => (
           <li key={x.kind} data-kind={x.kind}>
-            {fmtInt(Number(x.records))} record(s): {x.description}; last seen <RelativeTime iso={x.lastSeenAt} now={now} />.
+            {fmtInt(Number(x.records))} record(s): {x.description}; last seen <When iso={x.lastSeenAt} now={now} />.
           </li>
         ))}
       </ul>
