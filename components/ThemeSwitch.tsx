@@ -29,9 +29,9 @@ export function ThemeSwitch({ initial }: { initial: ThemeChoice }) {
           }
         }}
       >
-        <option value="auto">Theme: automatic</option>
-        <option value="light">Theme: light</option>
-        <option value="dark">Theme: dark</option>
+        <option value="auto">Auto theme</option>
+        <option value="light">Light</option>
+        <option value="dark">Dark</option>
       </select>
     </label>
   );

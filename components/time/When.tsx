@@ -55,9 +55,9 @@ export function When({
   const d = iso instanceof Date ? iso : new Date(iso);
   if (Number.isNaN(d.getTime())) return <span>{String(iso)}</span>;
   const abs = formatInstant(d, timeZone, { seconds });
-  const utc = timeZone === DEFAULT_TIME_ZONE ? null : formatInstant(d, DEFAULT_TIME_ZONE);
+  // On hover: the UTC time, whatever the user's zone (what a ticket or a log line says).
   return (
-    <time className="when" dateTime={d.toISOString()} title={utc ?? undefined} suppressHydrationWarning>
+    <time className="when" dateTime={d.toISOString()} title={formatInstant(d, DEFAULT_TIME_ZONE)} suppressHydrationWarning>
       <span className="when-abs">{abs}</span>
       {age ? (
         <span className="when-age" suppressHydrationWarning>
