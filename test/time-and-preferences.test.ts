@@ -36,8 +36,12 @@ describe("time formatting", () => {
   });
 
   it("date inputs take and show wall-clock time in the user's zone, round trip, across daylight saving time", () => {
-    expect(instantToInput(winter, "UTC")).toBe("2026-01-15T09:05");
-    expect(instantToInput(winter, "Europe/Berlin")).toBe("2026-01-15T10:05");
+    expect(instantToInput(winter, "UTC")).toBe("2026-01-15 09:05");
+    expect(instantToInput(winter, "Europe/Berlin")).toBe("2026-01-15 10:05");
+    expect(inputToInstant("2026-01-15 10:05", "Europe/Berlin")).toBe("2026-01-15T09:05:00Z");
+    expect(inputToInstant("2026-01-15", "UTC")).toBe("2026-01-15T00:00:00Z");
+    expect(inputToInstant("2026-02-30 10:00", "UTC")).toBe("");
+    expect(inputToInstant("2026-01-15 24:00", "UTC")).toBe("");
     expect(inputToInstant("2026-01-15T10:05", "Europe/Berlin")).toBe("2026-01-15T09:05:00Z");
     expect(inputToInstant("2026-07-15T11:05", "Europe/Berlin")).toBe("2026-07-15T09:05:00Z");
     expect(inputToInstant("2026-07-15T11:05", "UTC")).toBe("2026-07-15T11:05:00Z");

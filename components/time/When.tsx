@@ -68,7 +68,11 @@ export function When({
   );
 }
 
-/** A date-and-time input in the user's zone, labelled with it; the value in and out is ISO 8601 (UTC). */
+/**
+ * A date-and-time field in the user's zone, written as times are shown ("2026-11-24 06:05",
+ * a day alone means its midnight), labelled with the zone; the value in and out is ISO 8601
+ * (UTC), "" while empty or not a time. Says so once the field was left with a bad value.
+ */
 export function InstantInput({
   label,
   value,
@@ -83,17 +87,27 @@ export function InstantInput({
   const timeZone = useTimeZone();
   const [text, setText] = useState(() => instantToInput(value, timeZone));
   const [seen, setSeen] = useState(value);
+  const [left, setLeft] = useState(false);
   if (value !== seen) {
     setSeen(value);
     setText(instantToInput(value, timeZone));
   }
+  const bad = left && text.trim() !== "" && inputToInstant(text, timeZone) === "";
   return (
     <label>
       {label} ({zoneLabel(timeZone, value ? Date.parse(value) || Date.now() : Date.now())})
       <input
-        type="datetime-local"
+        type="text"
+        inputMode="numeric"
+        placeholder="YYYY-MM-DD hh:mm"
+        autoComplete="off"
+        spellCheck={false}
+        maxLength={19}
         data-testid={testId}
         value={text}
+        aria-invalid={bad || undefined}
+        title="YYYY-MM-DD hh:mm, in your time zone (Settings)"
+        onBlur={() => setLeft(true)}
         onChange={(e) => {
           setText(e.target.value);
           const iso = inputToInstant(e.target.value, timeZone);
@@ -101,6 +115,7 @@ export function InstantInput({
           onChange(iso);
         }}
       />
+      {bad ? <span className="field-error">Write it as YYYY-MM-DD hh:mm.</span> : null}
     </label>
   );
 }

@@ -111,22 +111,25 @@ export function formatAge(instant: Date | string | number, now: number): string 
   return seconds < 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`;
 }
 
-/** The value of a datetime-local input for an instant, in the user's zone ("2026-11-24T06:05"). */
+/** The text of a date input for an instant, in the user's zone, as times are written ("2026-11-24 06:05"). */
 export function instantToInput(iso: string | null | undefined, timeZone = DEFAULT_TIME_ZONE): string {
   if (!iso || Number.isNaN(Date.parse(iso))) return "";
   const w = wallClock(iso, timeZone);
-  return `${w.year}-${w.month}-${w.day}T${w.hour}:${w.minute}`;
+  return `${w.year}-${w.month}-${w.day} ${w.hour}:${w.minute}`;
 }
 
 /**
- * The instant a datetime-local value means in the user's zone, as ISO 8601 UTC ("" when
- * empty or malformed). Around a daylight-saving change the offset of the result is used
+ * The instant a typed "YYYY-MM-DD HH:MM[:SS]" (or "…T…", or a day alone = its midnight) means
+ * in the user's zone, as ISO 8601 UTC ("" when empty or malformed). Around a daylight-saving change the offset of the result is used
  * (a wall time that does not exist moves forward by the gap).
  */
 export function inputToInstant(value: string, timeZone = DEFAULT_TIME_ZONE): string {
-  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/.exec(value);
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(value.trim());
   if (!m) return "";
-  const asUtc = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0));
+  const [y, mo, d, h, mi, se] = [m[1], m[2], m[3], m[4] ?? "0", m[5] ?? "0", m[6] ?? "0"].map(Number);
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59) return "";
+  const asUtc = Date.UTC(y, mo - 1, d, h, mi, se);
+  if (new Date(asUtc).getUTCDate() !== d) return ""; // 2026-02-30
   let t = asUtc - wallClock(asUtc, timeZone).offsetMinutes * 60_000;
   t = asUtc - wallClock(t, timeZone).offsetMinutes * 60_000;
   return new Date(t).toISOString().replace(".000Z", "Z");
