@@ -151,6 +151,26 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     expect(executions).toBe(1);
   });
 
+  it("a key left processing by a process that died is taken over after the lease by the same request, never by another", async () => {
+    const { token, userId } = await tokenFor(db, ["operator"]);
+    executions = 0;
+    const first = await post(token, "died", { reason: "because", n: 3 });
+    expect(first.status).toBe(201);
+    // As if the process had died between the action and storing its answer, 10 minutes ago.
+    await db.sql.query(
+      `UPDATE console_requests SET status = 'processing', response_code = NULL, response_body = NULL, updated_at = now() - interval '10 minutes' WHERE user_id = $1 AND idempotency_key = 'died'`,
+      [userId],
+    );
+    expect((await post(token, "died", { reason: "because", n: 4 })).status).toBe(422); // another request: still refused
+    const again = await post(token, "died", { reason: "because", n: 3 });
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBeNull();
+    expect(executions).toBe(2);
+    // Within the lease, a retry is told the first is still in progress.
+    await db.sql.query(`UPDATE console_requests SET status = 'processing', updated_at = now() WHERE user_id = $1 AND idempotency_key = 'died'`, [userId]);
+    expect((await post(token, "died", { reason: "because", n: 3 })).status).toBe(409);
+  });
+
   it("concurrent requests with one key execute once; the others replay or get 409 in progress", async () => {
     const { token } = await tokenFor(db, ["operator"]);
     executions = 0;

@@ -19,11 +19,20 @@ import { problemResponse, ProblemError, toProblem } from "./problem";
  *
  * Like Stripe, every answer the action produced is stored, refusals and 500s included: a
  * key names one attempt, and a new attempt needs a new key. An expired key (after
- * CONSOLE_KEY_TTL_SECONDS) is taken over by the next request that names it.
+ * CONSOLE_KEY_TTL_SECONDS), or one left processing past CONSOLE_KEY_LEASE_SECONDS, is
+ * taken over by the next request that names it.
  */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 /** How long a console key protects its action (retries come within minutes). */
 export const CONSOLE_KEY_TTL_SECONDS = 24 * 3600;
+/**
+ * A key still `processing` this long after its request began was left by a process that
+ * died between the action and storing its answer: the next request under the key takes it
+ * over (the action's own preconditions — record version, compensation state — keep a
+ * re-run from applying twice). Console keys are not in the writers' queue, so nothing else
+ * could free them.
+ */
+export const CONSOLE_KEY_LEASE_SECONDS = 300;
 /** Response headers worth replaying; per-request ones (x-request-id) are not stored. */
 const STORED_HEADERS = ["content-type", "location", "retry-after", "cache-control"];
 
@@ -66,6 +75,8 @@ export async function runIdempotently(call: IdempotentCall, execute: () => Promi
         SET payload_hash = EXCLUDED.payload_hash, status = 'processing', response_code = NULL, response_headers = NULL,
             response_body = NULL, created_at = now(), updated_at = now(), expires_at = EXCLUDED.expires_at
         WHERE console_requests.expires_at <= now()
+           OR (console_requests.status = 'processing' AND console_requests.payload_hash = EXCLUDED.payload_hash
+               AND console_requests.updated_at < now() - make_interval(secs => ${CONSOLE_KEY_LEASE_SECONDS}))
       RETURNING id, payload_hash AS "payloadHash", status, response_code AS "responseCode",
                 response_headers AS "responseHeaders", response_body AS "responseBody", true AS owner
     )
