@@ -10,7 +10,7 @@ import {
   ErrorState,
   fmtDuration,
   fmtInt,
-  RelativeTime,
+  When,
   retryServerErrors,
   SkeletonBlock,
   SkeletonRows,
@@ -105,7 +105,7 @@ function StorePanel({ store, canReadKeys, canRelease }: { store: RedisStoreJson;
           </button>
           {c ? (
             <span className="subtle" data-testid="redis-taken-at">
-              census taken <RelativeTime iso={c.takenAt} now={now} /> · {fmtInt(c.scanned)} keys in {fmtDuration(c.durationMs / 1000)} ({fmtInt(c.keysPerSecond)} keys/s)
+              census taken <When iso={c.takenAt} now={now} /> · {fmtInt(c.scanned)} keys in {fmtDuration(c.durationMs / 1000)} ({fmtInt(c.keysPerSecond)} keys/s)
             </span>
           ) : null}
         </div>

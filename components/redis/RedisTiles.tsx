@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import { fmtInt, RelativeTime, useNow } from "@/components/queue/read-ui";
+import { fmtInt, When, useNow } from "@/components/queue/read-ui";
 import type { StoresJson } from "./types";
 
 /** The overview's tile per Redis key store (nothing when none is configured): wedged, processing, completed, as of the census. */
@@ -24,7 +24,7 @@ export function RedisTiles() {
             <div className="subtle ov-hint">
               {c ? (
                 <>
-                  {fmtInt(c.records.processing)} processing · {fmtInt(c.records.completed)} completed · <RelativeTime iso={c.takenAt} now={now} />
+                  {fmtInt(c.records.processing)} processing · {fmtInt(c.records.completed)} completed · <When iso={c.takenAt} now={now} />
                 </>
               ) : s.error ? (
                 s.error.message
