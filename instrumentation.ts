@@ -3,7 +3,8 @@
  * 1. sign-in configuration — in production (DATABASE_URL set) the server refuses
  *    to start without NEXTAUTH_SECRET (≥ 32 characters) and NEXTAUTH_URL; in
  *    embedded demo mode a missing secret is read from (or created in)
- *    .data/nextauth-secret;
+ *    .data/nextauth-secret; likewise the audit chain's HMAC key (AUDIT_HMAC_KEY,
+ *    .data/audit-hmac-key for the demo) and the trusted-proxy settings;
  * 2. the database — in embedded mode this is where PGlite is created, migrated
  *    and filled with demo data and demo users (the server process is the only
  *    one allowed to open the PGlite folder);
@@ -18,6 +19,11 @@ export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { enforceAuthConfig } = await import("./lib/auth/config");
   enforceAuthConfig();
+  // Not while building: the key may be a runtime secret the build never sees.
+  if (process.env.NEXT_PHASE !== "phase-production-build") {
+    const { enforceAuditKey } = await import("./lib/audit/keys");
+    enforceAuditKey();
+  }
 
   const { db } = await import("./lib/db");
   let embedded = false;
@@ -46,4 +52,6 @@ export async function register() {
   startReconciler(db);
   const { startPurgeWorker } = await import("./lib/retention/worker");
   startPurgeWorker(db);
+  const { startAnchorPublisher } = await import("./lib/audit/anchor");
+  startAnchorPublisher(db);
 }

@@ -8,7 +8,7 @@ import { authConfigProblems } from "./config";
 import type { Role } from "./permissions";
 import { oidcConfigFromEnv, type OidcConfig } from "./oidc-config";
 import { auditSignOut, groupsFromClaim, passwordSignIn, ssoSignIn, type SignInRefusal } from "./sign-in";
-import { clientIp } from "./throttle";
+import { clientAddress } from "../http/client-address";
 
 /**
  * next-auth v4 configuration (the only next-auth-specific module besides the
@@ -110,7 +110,7 @@ export { oidcConfigFromEnv, type OidcConfig };
 export function metaFromHeaders(headers: Record<string, string | string[] | undefined> | Headers | undefined): RequestMeta {
   const h = headers ?? {};
   const get = (n: string) => (h instanceof Headers ? h.get(n) : ([] as (string | undefined)[]).concat(h[n] ?? [])[0]) ?? null;
-  return { ip: clientIp(h), userAgent: get("user-agent"), requestId: get("x-request-id") };
+  return { ip: clientAddress(h), userAgent: get("user-agent"), requestId: get("x-request-id") };
 }
 
 /**
