@@ -7,7 +7,7 @@ import { verifyApiToken } from "../auth/tokens";
 import { db, type Database } from "../db";
 import { clientAddress } from "../http/client-address";
 import { InvalidInputError } from "../idempotency/errors";
-import { runIdempotently } from "./idempotent";
+import { IDEMPOTENCY_KEY_HEADER, runIdempotently } from "./idempotent";
 import { parseRequestInput } from "./schemas";
 import { problemResponse, ProblemError, toProblem } from "./problem";
 
@@ -37,9 +37,13 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   action?: string;
   /**
    * Operator actions: require an Idempotency-Key header and run at most once per
-   * key (lib/api/idempotent.ts). Needs `action`.
+   * key (lib/api/idempotent.ts). Needs `action`. Every other mutation (POST, PUT,
+   * PATCH, DELETE with an `action`) accepts one and honours it the same way; without
+   * one it simply runs.
    */
   idempotent?: boolean;
+  /** Top-level fields of the answer a replay must not carry (secrets shown once); see IdempotentCall.withhold. */
+  replayWithholds?: readonly string[];
 }
 
 export interface RouteContext<Q, B, P = Record<string, never>> {
@@ -177,9 +181,11 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
       }
       database ??= await db();
       const ctx = { request, params: params as z.output<P>, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database };
+      // One rule: operator actions require an Idempotency-Key; every other mutation honours one when sent.
+      const keyed = spec.idempotent || (UNSAFE.has(request.method) && spec.action !== undefined && request.headers.has(IDEMPOTENCY_KEY_HEADER));
       const response =
-        spec.idempotent && principal
-          ? await runIdempotently({ database, principal, request, action, path: instance, rawBody }, () => handle(ctx))
+        keyed && principal
+          ? await runIdempotently({ database, principal, request, action, path: instance, rawBody, withhold: spec.replayWithholds }, () => handle(ctx))
           : await handle(ctx);
       response.headers.set("x-request-id", requestId);
       return response;

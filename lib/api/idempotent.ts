@@ -40,6 +40,25 @@ export interface IdempotentCall {
   /** The path (it names the target) and the body as received: together they are the payload hashed. */
   path: string;
   rawBody: unknown;
+  /**
+   * Top-level fields of the JSON answer never stored (a new token's plaintext, revealed
+   * data): a replay answers them as null and lists them under `withheld`.
+   */
+  withhold?: readonly string[];
+}
+
+/** The answer as stored: without the withheld fields. */
+function storableBody(body: string, withhold: readonly string[] | undefined): string {
+  if (!withhold?.length) return body;
+  try {
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return body;
+    const present = withhold.filter((f) => f in parsed);
+    if (!present.length) return body;
+    return JSON.stringify({ ...parsed, ...Object.fromEntries(present.map((f) => [f, null])), withheld: present });
+  } catch {
+    return body;
+  }
 }
 
 /** Runs `execute` at most once per (user, action, key); every other call replays, refuses or waits. */
@@ -71,7 +90,7 @@ export async function runIdempotently(call: IdempotentCall, execute: () => Promi
     const value = response.headers.get(name);
     if (value !== null) headers.push([name, value]);
   }
-  const stored = { code: response.status, headers, body };
+  const stored = { code: response.status, headers, body: storableBody(body, call.withhold) };
   if (response.ok) await store.complete(begun.record.id, stored);
   else await store.fail(begun.record.id, { ...stored, error: `answered ${response.status}` });
   return response;

@@ -5,6 +5,7 @@ import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
 import { parseInput } from "../idempotency/schemas";
+import { revokeUserSessions } from "./sessions";
 import { hashPassword, passwordSchema } from "./password";
 import { can, ROLES, type Permission, type Principal, type Role } from "./permissions";
 
@@ -319,6 +320,8 @@ export async function updateUser(
           updatedAt: new Date(),
         },
       });
+      // Disabled: every session ends now (re-enabling does not bring them back).
+      const sessionsEnded = disabled && !wasDisabled ? await revokeUserSessions(tx, before.id, "user disabled") : 0;
       await appendAudit(tx, {
         actor: auditActor(actor),
         action: "users.update",
@@ -328,7 +331,7 @@ export async function updateUser(
         reason: input.reason,
         request,
         outcome: "done",
-        detail: { noop: false, changes },
+        detail: { noop: false, changes, ...(sessionsEnded ? { sessionsEnded } : {}) },
       });
       return { user: userView(after), noop: false };
     });

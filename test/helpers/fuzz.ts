@@ -75,7 +75,7 @@ export function validValue(schema: JsonSchema, hints: Record<string, fc.Arbitrar
     case "string": {
       const max = typeof schema.maxLength === "number" ? schema.maxLength : 60;
       const min = typeof schema.minLength === "number" ? schema.minLength : 0;
-      if (typeof schema.pattern === "string") return patternString(schema.pattern, max).filter((s) => s.length >= min);
+      if (typeof schema.pattern === "string") return patternString(schema.pattern, typeof schema.maxLength === "number" ? schema.maxLength : undefined).filter((s) => s.length >= min);
       return fc.string({ minLength: min, maxLength: Math.min(max, 60) });
     }
     case "integer":

@@ -31,13 +31,15 @@ import * as m26 from "@/app/api/v1/records/route";
 import * as m27 from "@/app/api/v1/retention/dry-run/route";
 import * as m28 from "@/app/api/v1/retention/policies/[id]/route";
 import * as m29 from "@/app/api/v1/retention/policies/route";
-import * as m30 from "@/app/api/v1/stats/overview/route";
-import * as m31 from "@/app/api/v1/tokens/[id]/route";
-import * as m32 from "@/app/api/v1/tokens/route";
-import * as m33 from "@/app/api/v1/users/[id]/route";
-import * as m34 from "@/app/api/v1/users/route";
-import * as m35 from "@/app/api/v1/views/[id]/route";
-import * as m36 from "@/app/api/v1/views/route";
+import * as m30 from "@/app/api/v1/session/route";
+import * as m31 from "@/app/api/v1/stats/overview/route";
+import * as m32 from "@/app/api/v1/tokens/[id]/route";
+import * as m33 from "@/app/api/v1/tokens/route";
+import * as m34 from "@/app/api/v1/users/[id]/route";
+import * as m35 from "@/app/api/v1/users/[id]/sessions/route";
+import * as m36 from "@/app/api/v1/users/route";
+import * as m37 from "@/app/api/v1/views/[id]/route";
+import * as m38 from "@/app/api/v1/views/route";
 
 export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/health", module: m0 as RouteModuleEntry["module"] },
@@ -70,11 +72,13 @@ export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/v1/retention/dry-run", module: m27 as RouteModuleEntry["module"] },
   { path: "/api/v1/retention/policies/[id]", module: m28 as RouteModuleEntry["module"] },
   { path: "/api/v1/retention/policies", module: m29 as RouteModuleEntry["module"] },
-  { path: "/api/v1/stats/overview", module: m30 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens/[id]", module: m31 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens", module: m32 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]", module: m33 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users", module: m34 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views/[id]", module: m35 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views", module: m36 as RouteModuleEntry["module"] },
+  { path: "/api/v1/session", module: m30 as RouteModuleEntry["module"] },
+  { path: "/api/v1/stats/overview", module: m31 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens/[id]", module: m32 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens", module: m33 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]", module: m34 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]/sessions", module: m35 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users", module: m36 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views/[id]", module: m37 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views", module: m38 as RouteModuleEntry["module"] },
 ];
