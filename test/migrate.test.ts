@@ -271,7 +271,7 @@ describe("refusals and failures", () => {
   it("rolls a failing migration back, records it, and applies it once fixed", async () => {
     await withEmptyDb(async (db) => {
       const dir = await migrationsCopy();
-      const broken = "20261201000000_broken";
+      const broken = "29991231000000_broken"; // after every real migration
       await addMigration(
         dir,
         broken,
