@@ -5,7 +5,7 @@ import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
 import { parseInput } from "../idempotency/schemas";
-import { revokeUserSessions } from "./sessions";
+import { liveSessionCounts, revokeUserSessions } from "./sessions";
 import { hashPassword, passwordSchema } from "./password";
 import { can, ROLES, type Permission, type Principal, type Role } from "./permissions";
 
@@ -173,6 +173,8 @@ export interface UserView {
   hasPassword: boolean;
   /** Linked to a single-sign-on identity. */
   sso: boolean;
+  /** Live browser sessions (in the users list only). */
+  activeSessions?: number;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -358,8 +360,8 @@ export function enableUser(prisma: PrismaClient, actor: Actor, input: { userId: 
 /** Every user, by email. Reading is not audited. */
 export async function listUsers(prisma: PrismaClient, actor: Actor): Promise<UserView[]> {
   requirePermission(actor, "users.manage");
-  const users = await prisma.consoleUser.findMany({ orderBy: { email: "asc" } });
-  return users.map(userView);
+  const [users, sessions] = await Promise.all([prisma.consoleUser.findMany({ orderBy: { email: "asc" } }), liveSessionCounts(prisma)]);
+  return users.map((u) => ({ ...userView(u), activeSessions: sessions.get(u.id.toString()) ?? 0 }));
 }
 
 /** For scripts: the user with this email (normalised), or null. */
