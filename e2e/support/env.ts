@@ -21,3 +21,8 @@ export function e2eDatabaseUrl(): string | undefined {
 export function credentialsFile(mode: "embedded" | "postgres"): string {
   return path.resolve(import.meta.dirname, "..", "..", "test-results", `e2e-credentials-${mode}.json`);
 }
+
+/** The local OpenID provider the e2e servers sign in with (playwright.config.ts starts it on E2E_PORT_BASE + 2). */
+export function oidcIssuer(): string {
+  return `http://127.0.0.1:${Number(process.env.E2E_PORT_BASE || 3100) + 2}`;
+}
