@@ -9,7 +9,7 @@ import { provideDatabase } from "@/lib/db/client";
 import { storableText } from "@/lib/db/storable";
 import { useTestAuthEnv } from "./helpers/auth-fixtures";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
-import { bodyValue, businessDigest, HOSTILE_STRINGS, hostileValue, parameterText, validValue } from "./helpers/fuzz";
+import { bodyValue, businessDigest, HOSTILE_STRINGS, hostileString, hostileValue, parameterText, validValue } from "./helpers/fuzz";
 import { pendingRecord, stuckRecord } from "./helpers/pending-records";
 import { startProviderService, type ProviderService } from "./helpers/provider";
 import { tokenFor } from "./helpers/records-api";
@@ -128,12 +128,31 @@ interface Generated {
 }
 
 /**
- * Two kinds of requests, both from the document: clean ones (every value as the
+ * Three kinds of requests, all from the document: clean ones (every value as the
  * schema asks, a fresh key: they reach the handlers' own checks and succeed or are
- * refused there) and hostile ones (hostile values mixed into every part).
+ * refused there), clean ones with exactly one hostile value (one query or path
+ * parameter, or one body field: the rest valid, so nothing else stops it before
+ * it reaches the database), and hostile ones (hostile values mixed in everywhere).
  */
 function requestArbitrary(o: Operation): fc.Arbitrary<Generated> {
-  return fc.oneof({ weight: 2, arbitrary: cleanRequest(o) }, { weight: 3, arbitrary: hostileRequest(o) });
+  return fc.oneof({ weight: 2, arbitrary: cleanRequest(o) }, { weight: 3, arbitrary: oneHostile(o) }, { weight: 2, arbitrary: hostileRequest(o) });
+}
+
+function oneHostile(o: Operation): fc.Arbitrary<Generated> {
+  const parameters = (o.op.parameters ?? []) as { name: string; in: string }[];
+  const schema = o.op.requestBody?.content?.["application/json"]?.schema as { properties?: Record<string, unknown> } | undefined;
+  const slots = [
+    ...parameters.filter((p) => p.in === "query" || p.in === "path").map((p) => ({ in: p.in, name: p.name })),
+    ...Object.keys(schema?.properties ?? {}).map((name) => ({ in: "body", name })),
+  ];
+  if (!slots.length) return cleanRequest(o);
+  return fc.tuple(cleanRequest(o), fc.constantFrom(...slots), hostileString, hostileValue).map(([g, slot, text, value]) => {
+    if (slot.in === "path") return { ...g, params: { ...g.params, [slot.name]: text } };
+    if (slot.in === "query") return { ...g, query: [...g.query.filter(([k]) => k !== slot.name), [slot.name, text] as [string, string]] };
+    const body = g.body && typeof g.body === "object" && !Array.isArray(g.body) ? (g.body as Record<string, unknown>) : {};
+    // Half the time a string no column can hold, else any hostile value (wrong types included).
+    return { ...g, body: { ...body, [slot.name]: text.length % 2 ? text : value } };
+  });
 }
 
 function cleanRequest(o: Operation): fc.Arbitrary<Generated> {

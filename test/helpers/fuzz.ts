@@ -39,10 +39,16 @@ export const HOSTILE_STRINGS = [
   "{\"__proto__\":{}}",
 ];
 
+/** What PostgreSQL itself refuses (22021, 22P05, 22003): the class the input boundary exists for. */
+export const STORAGE_BREAKERS = ["a\u0000b", "\u0000", "x\ud800", "\udc00", "9223372036854775808", "99999999999999999999", "-9223372036854775809"];
+
+/** A hostile string, half the time one PostgreSQL cannot store. */
+export const hostileString: fc.Arbitrary<string> = fc.oneof(fc.constantFrom(...STORAGE_BREAKERS), fc.constantFrom(...HOSTILE_STRINGS));
+
 const HOSTILE_NUMBERS = [2 ** 31, -(2 ** 31) - 1, 2 ** 53, 2 ** 63, -(2 ** 63), 1e308, -1, 0, 0.5, Number.MAX_SAFE_INTEGER];
 
 const hostileScalar = fc.oneof(
-  fc.constantFrom(...HOSTILE_STRINGS),
+  hostileString,
   fc.constantFrom(...HOSTILE_NUMBERS),
   fc.constantFrom(null, true, false),
   fc.string({ unit: "binary", maxLength: 40 }),
@@ -128,7 +134,7 @@ export function bodyValue(schema: JsonSchema, hints: Record<string, fc.Arbitrary
 /** A query or path parameter's text: mostly valid, otherwise hostile. */
 export function parameterText(schema: JsonSchema, hints: Record<string, fc.Arbitrary<unknown>>, name: string): fc.Arbitrary<string> {
   return fc
-    .oneof({ weight: 3, arbitrary: validValue(schema, hints, name) }, { weight: 2, arbitrary: fc.constantFrom(...HOSTILE_STRINGS) })
+    .oneof({ weight: 3, arbitrary: validValue(schema, hints, name) }, { weight: 2, arbitrary: hostileString })
     .map((v) => (typeof v === "string" ? v : JSON.stringify(v) ?? ""));
 }
 
