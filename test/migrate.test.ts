@@ -169,7 +169,7 @@ describe("rerun and concurrency", () => {
   // Two migrations, the second slow, so that concurrent runners really overlap.
   async function slowMigrations(): Promise<string> {
     const dir = await migrationsCopy();
-    await addMigration(dir, "20261201000000_slow", `SELECT pg_sleep(0.3);\nCREATE TABLE "slow_extra" ("id" INTEGER NOT NULL);\n`);
+    await addMigration(dir, "20991231000000_slow", `SELECT pg_sleep(0.3);\nCREATE TABLE "slow_extra" ("id" INTEGER NOT NULL);\n`);
     return dir;
   }
 
@@ -191,19 +191,12 @@ describe("rerun and concurrency", () => {
         [1, 2, 3].map(() => openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 1 })),
       );
       try {
-        const running = Promise.all([db, ...others].map((handle) => handle.withSession((s) => migrate(s, { dir }))));
-        // They really ran at the same time: some runner waited for Prisma's advisory lock.
-        let sawWaiter = false;
-        const finished = running.then(() => true, () => true);
-        while (!sawWaiter && !(await Promise.race([finished, new Promise((r) => setTimeout(() => r(false), 20))]))) {
-          const waiting = await db.sql.query(
-            `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1 AND NOT granted`,
-            [PRISMA_MIGRATE_LOCK_ID],
-          );
-          sawWaiter = waiting.length > 0;
-        }
+        // They really ran at the same time: some runner waited for Prisma's advisory lock (it asks again every 200 ms).
+        const waited: string[] = [];
+        const running = Promise.all([db, ...others].map((handle) => handle.withSession((s) => migrate(s, { dir, log: (l) => waited.push(l) }))));
+        const sawWaiter = () => waited.some((l) => l.includes("waiting for another migration runner"));
         const results = await running;
-        expect(sawWaiter).toBe(true);
+        expect(sawWaiter()).toBe(true);
         await expectEachRecordedOnce(db.sql, dir, results);
         // Every runner released Prisma's advisory lock.
         const locks = await db.sql.query(
@@ -249,7 +242,7 @@ describe("refusals and failures", () => {
       const dir = await migrationsCopy();
       await db.withSession((s) => migrate(s, { dir }));
       // A new migration is pending too: it must not be applied while another was edited.
-      await addMigration(dir, "20261201000000_next", `CREATE TABLE "next_extra" ("id" INTEGER NOT NULL);\n`);
+      await addMigration(dir, "20991231000000_next", `CREATE TABLE "next_extra" ("id" INTEGER NOT NULL);\n`);
       const file = path.join(dir, FIRST, "migration.sql");
       const bytes = await readFile(file);
       bytes[bytes.length - 1] = bytes[bytes.length - 1] === 0x20 ? 0x0a : 0x20; // one byte
@@ -271,7 +264,7 @@ describe("refusals and failures", () => {
   it("rolls a failing migration back, records it, and applies it once fixed", async () => {
     await withEmptyDb(async (db) => {
       const dir = await migrationsCopy();
-      const broken = "29991231000000_broken"; // after every real migration
+      const broken = "20991231000000_broken";
       await addMigration(
         dir,
         broken,
@@ -335,7 +328,7 @@ describe("refusals and failures", () => {
     await withEmptyDb(async (db) => {
       const dir = await migrationsCopy();
       await db.withSession((s) => migrate(s, { dir }));
-      const half = "20261201000000_half";
+      const half = "20991231000000_half";
       const sql = `CREATE TABLE "half_extra" ("id" INTEGER NOT NULL);\n`;
       await addMigration(dir, half, sql);
       // What a runner that crashed mid-migration outside a transaction leaves behind.
@@ -374,14 +367,14 @@ describe("migrationStatus", () => {
       await db.withSession((s) => migrate(s, { dir }));
       expect(await migrationStatus(db.sql, dir)).toMatchObject({ state: "up_to_date", applied: names, pending: [] });
 
-      await addMigration(dir, "20261201000000_next", `SELECT 1;\n`);
-      expect(await migrationStatus(db.sql, dir)).toMatchObject({ state: "pending", pending: ["20261201000000_next"] });
+      await addMigration(dir, "20991231000000_next", `SELECT 1;\n`);
+      expect(await migrationStatus(db.sql, dir)).toMatchObject({ state: "pending", pending: ["20991231000000_next"] });
 
       await writeFile(path.join(dir, FIRST, "migration.sql"), "-- edited\n", { flag: "a" });
       expect(await migrationStatus(db.sql, dir)).toMatchObject({ state: "modified", modified: [FIRST] });
 
       const onlyNewer = await tmpDir();
-      await addMigration(onlyNewer, "20261201000000_next", `SELECT 1;\n`);
+      await addMigration(onlyNewer, "20991231000000_next", `SELECT 1;\n`);
       await db.withSession((s) => migrate(s, { dir: onlyNewer }));
       // The database knows the real migrations, this (other) code does not: not up to date.
       expect(await migrationStatus(db.sql, onlyNewer)).toMatchObject({ state: "unknown_applied", unknown: names });
@@ -473,10 +466,10 @@ describe("scripts/migrate.ts end to end", () => {
     // (The script reads prisma/migrations relative to its working directory.)
     const cwd = path.join(base, "project");
     await cp(DEFAULT_MIGRATIONS_DIR, path.join(cwd, "prisma/migrations"), { recursive: true });
-    await addMigration(path.join(cwd, "prisma/migrations"), "20261201000000_broken", `SELECT * FROM "no_such_table";\n`);
+    await addMigration(path.join(cwd, "prisma/migrations"), "20991231000000_broken", `SELECT * FROM "no_such_table";\n`);
     const failed = await runScript([], env, cwd);
     expectExit(failed, 1);
-    expect(failed.stderr).toMatch(/MigrationError: migration 20261201000000_broken failed and was rolled back: .*no_such_table/);
+    expect(failed.stderr).toMatch(/MigrationError: migration 20991231000000_broken failed and was rolled back: .*no_such_table/);
   });
 
   it.runIf(usingPostgres)("Postgres: migrate, status and rerun against a throwaway database", async () => {

@@ -130,10 +130,13 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     expect(executions).toBe(2);
 
     const rows = await db.sql.query<{ scope: string; operation: string; status: string }>(
-      `SELECT scope, operation, status FROM idempotency_records WHERE operation = 'console.records.test_action' ORDER BY id`,
+      `SELECT user_id::text AS scope, action AS operation, status FROM console_requests WHERE action = 'records.test_action' ORDER BY id`,
     );
     expect(rows.map((r) => r.status)).toEqual(["completed", "completed"]);
     expect(new Set(rows.map((r) => r.scope)).size).toBe(2);
+    // The console's own requests never land in the writers' tables.
+    const shared = await db.sql.query(`SELECT 1 FROM idempotency_records UNION ALL SELECT 1 FROM idempotency_events`);
+    expect(shared).toEqual([]);
   });
 
   it("stores refusals too: a retry of a refused attempt replays the 409", async () => {
@@ -146,6 +149,26 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     expect(b.headers.get("idempotent-replayed")).toBe("true");
     expect(b.headers.get("content-type")).toMatch(/problem\+json/);
     expect(executions).toBe(1);
+  });
+
+  it("a key left processing by a process that died is taken over after the lease by the same request, never by another", async () => {
+    const { token, userId } = await tokenFor(db, ["operator"]);
+    executions = 0;
+    const first = await post(token, "died", { reason: "because", n: 3 });
+    expect(first.status).toBe(201);
+    // As if the process had died between the action and storing its answer, 10 minutes ago.
+    await db.sql.query(
+      `UPDATE console_requests SET status = 'processing', response_code = NULL, response_body = NULL, updated_at = now() - interval '10 minutes' WHERE user_id = $1 AND idempotency_key = 'died'`,
+      [userId],
+    );
+    expect((await post(token, "died", { reason: "because", n: 4 })).status).toBe(422); // another request: still refused
+    const again = await post(token, "died", { reason: "because", n: 3 });
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBeNull();
+    expect(executions).toBe(2);
+    // Within the lease, a retry is told the first is still in progress.
+    await db.sql.query(`UPDATE console_requests SET status = 'processing', updated_at = now() WHERE user_id = $1 AND idempotency_key = 'died'`, [userId]);
+    expect((await post(token, "died", { reason: "because", n: 3 })).status).toBe(409);
   });
 
   it("concurrent requests with one key execute once; the others replay or get 409 in progress", async () => {

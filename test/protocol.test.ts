@@ -183,16 +183,22 @@ describe("bad input: clear errors, nothing written", () => {
     expect(await totals()).toEqual(mid);
   });
 
-  it("the database refuses rows that break the contract, whoever writes them", async () => {
+  it("the database refuses only rows that break the protocol itself (status, unique key); it accepts what real writers store", async () => {
     await expect(
       db.sql.query(
         `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k','${"a".repeat(64)}','done', now())`,
       ),
     ).rejects.toThrow(/status_check/);
+    // Hashes as writers make them (SHA-1, MD5, base64, upper case), headers as an object, a lower-case currency, a long key.
+    await db.sql.query(
+      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at, response_headers, currency)
+       VALUES ('s','o','k-sha1','${"A".repeat(40)}','processing', now(), '{"content-type":"application/json"}', 'eur'),
+              ('s','o','k-b64','q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq8=','processing', now(), NULL, NULL),
+              ('s','o','${"k".repeat(300)}','not-hex','processing', now(), '[["a","b"]]', NULL)`,
+    );
     await expect(
-      db.sql.query(
-        `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k','not-hex','processing', now())`,
-      ),
-    ).rejects.toThrow(/payload_hash_check/);
+      db.sql.query(`INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k-sha1','x','processing', now())`),
+    ).rejects.toThrow(/scope_operation_key/);
+    await db.sql.query(`DELETE FROM idempotency_records WHERE scope = 's' AND operation = 'o'`);
   });
 });

@@ -275,6 +275,41 @@ describe("permissions and bad input", () => {
     expect((await itemsOf(db, rec.id))[0].state).toBe("open");
   });
 
+  it("keeps what is true: the service's own response and resource, when the operator gives them, are what a retry replays", async () => {
+    const rec = await pendingRecord(db);
+    const given = { code: 201, headers: [["content-type", "application/json"], ["location", "/orders/ord_77"]] as [string, string][], body: '{"order_id":"ord_77"}' };
+    const res = await resolve(rec.id, operator.token, {
+      outcome: "completed",
+      providerReference: "ch_known",
+      resourceType: "order",
+      resourceId: "ord_77",
+      response: given,
+      reason: "the service's log shows the order was created",
+      expectedVersion: rec.version,
+    });
+    expect(res.status).toBe(200);
+    const row = await recordRow(db, rec.id);
+    expect(row).toMatchObject({ status: "completed", response_code: 201, response_body: given.body, resource_type: "order", resource_id: "ord_77" });
+    expect(row.response_headers).toEqual(given.headers);
+    const again = await new IdempotencyStore(db.prisma).begin({ scope: rec.scope, operation: rec.operation, key: rec.key, payload: { amount: 1250, key: rec.key }, provider: "mockpay", amountMinor: 1250, currency: "EUR" });
+    expect(again.outcome).toBe("replay");
+    if (again.outcome === "replay") expect(again.response).toEqual({ code: 201, headers: given.headers, body: given.body });
+    const [entry] = await done(rec.id);
+    expect(entry.after).toMatchObject({ resourceType: "order", resourceId: "ord_77", response: { given: "by the operator", code: 201 } });
+    expect(JSON.stringify(entry)).not.toContain("order_id"); // the body itself stays out of the audit trail
+    // Without them, the console's documented answer, marked by its `resolution` member.
+    const other = await pendingRecord(db);
+    expect((await resolve(other.id, operator.token, { outcome: "completed", providerReference: "ch_unknown", reason: "dashboard shows it", expectedVersion: other.version })).status).toBe(200);
+    const made = await recordRow(db, other.id);
+    expect(JSON.parse(made.response_body!)).toMatchObject({ status: "completed", providerReference: "ch_unknown", resolution: { by: "hand" } });
+    // A response that contradicts the outcome is refused, and nothing changes.
+    const third = await pendingRecord(db);
+    const bad = await resolve(third.id, operator.token, { outcome: "completed", providerReference: "x", response: { code: 402, body: "declined" }, reason: "contradiction", expectedVersion: third.version });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(await json(bad))).toContain("response.code");
+    expect((await recordRow(db, third.id)).status).toBe("pending");
+  });
+
   it("bad input is a 400 naming the field, and nothing changes", async () => {
     const rec = await pendingRecord(db);
     const bad: [unknown, RegExp][] = [

@@ -114,6 +114,7 @@ export function OverviewDashboard({ subtitle }: { subtitle: string }) {
       ) : (
         <div className={stale ? "ov-body ov-stale" : "ov-body"}>
           <StatusCards data={data} />
+          <WriterDepartures data={data} now={now} />
           {data.records.total === 0 && data.events.total.requests === 0 ? (
             <EmptyState title={data.filters.operation || data.filters.scope ? "Nothing matches these filters" : "No idempotency records yet"} testId="overview-empty">
               {data.filters.operation || data.filters.scope
@@ -164,6 +165,28 @@ function RangeLine({ data, now }: { data: OverviewJson; now: number }) {
         )}
       </span>
     </p>
+  );
+}
+
+/**
+ * What the record census saw writers do outside the protocol (moved expiry, deletes of their own,
+ * records found late): the numbers stay exact — each is followed or repaired — but the services'
+ * owners should know.
+ */
+function WriterDepartures({ data, now }: { data: OverviewJson; now: number }) {
+  const d = data.census.departures;
+  if (!d.length) return null;
+  return (
+    <div className="notice ov-notice" role="status" data-testid="writer-departures">
+      <strong>Writers departed from the protocol</strong> — the numbers here stay exact (each record is counted where it is now), but the services should know:
+      <ul>
+        {d.map((x) => (
+          <li key={x.kind} data-kind={x.kind}>
+            {fmtInt(Number(x.records))} record(s): {x.description}; last seen <RelativeTime iso={x.lastSeenAt} now={now} />.
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

@@ -30,6 +30,8 @@ interface StoredResponse {
   access: "masked" | "revealed";
   code: number | null;
   headers: [string, string][] | null;
+  headersShape: "none" | "pairs" | "object" | "lines" | "other";
+  headersUnreadable: string | null;
   body: string | null;
   masked: MaskedPlace[];
 }
@@ -380,6 +382,18 @@ function ResponseView({ response, mode, testId }: { response: StoredResponse; mo
       ) : (
         <p className="subtle">No headers stored.</p>
       )}
+      {response.headersShape === "object" || response.headersShape === "lines" ? (
+        <p className="subtle" data-testid="headers-shape">
+          The service stored these headers as {response.headersShape === "object" ? "a JSON object" : "header lines"}, not as [name, value] pairs: shown as pairs
+          {response.headersShape === "object" ? " (an object keeps one entry per name, so the order and repeats of the original response are lost)" : ""}.
+        </p>
+      ) : null}
+      {response.headersUnreadable !== null ? (
+        <div data-testid="headers-unreadable">
+          <p className="subtle">Stored with the headers, but not a header (shown as stored{mode === "masked" ? ", masked" : ""}):</p>
+          <pre className="mono stored-body">{response.headersUnreadable}</pre>
+        </div>
+      ) : null}
       {response.body === null ? <p className="subtle">No body stored.</p> : <StoredBody body={response.body} masked={response.masked} mode={mode} testId={testId} />}
     </div>
   );

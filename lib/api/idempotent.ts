@@ -1,35 +1,40 @@
 import type { Principal } from "../auth/permissions";
 import type { Database } from "../db";
-import { MissingKeyError } from "../idempotency/errors";
-import { responseForNonOwner } from "../idempotency/http";
+import { InProgressError, MissingKeyError, PayloadMismatchError } from "../idempotency/errors";
+import { payloadHash } from "../idempotency/hash";
+import { replayResponse } from "../idempotency/http";
 import { idempotencyKeySchema, parseInput } from "../idempotency/schemas";
-import { IdempotencyStore, type HeaderPairs } from "../idempotency/store";
+import type { HeaderPairs } from "../idempotency/store";
 import { problemResponse, ProblemError, toProblem } from "./problem";
 
 /**
- * The console's own mutations are made idempotent with the writers' protocol
- * library, on the same shared table (docs/decisions/0005): the key is scoped to
- * the user (`console:user:<id>`, a token acts for its user) and the operation is
- * `console.<audit action>`. So a retried POST replays the stored answer with
- * `Idempotent-Replayed: true`, the same key with another payload is a 422, a
- * retry while the first is still running is a 409, and a missing key is a 400.
+ * The console's own mutations are idempotent the way the writers' are (the protocol of
+ * DESIGN.md), but their keys live in the console's own table, console_requests — never in
+ * the writers' idempotency_records (ADR 0005, revised by issue 10): nothing the console
+ * does for itself shows up as writers' traffic or can be acted on as a writer's record.
+ * A key is scoped to the user (a token acts for its user) and the action. A retried POST
+ * replays the stored answer with `Idempotent-Replayed: true`, the same key with another
+ * payload is a 422, a retry while the first is still running is a 409, and a missing key
+ * is a 400.
  *
- * Like Stripe, every answer the action produced is stored, refusals and 500s
- * included: a key names one attempt, and a new attempt needs a new key.
+ * Like Stripe, every answer the action produced is stored, refusals and 500s included: a
+ * key names one attempt, and a new attempt needs a new key. An expired key (after
+ * CONSOLE_KEY_TTL_SECONDS), or one left processing past CONSOLE_KEY_LEASE_SECONDS, is
+ * taken over by the next request that names it.
  */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 /** How long a console key protects its action (retries come within minutes). */
 export const CONSOLE_KEY_TTL_SECONDS = 24 * 3600;
+/**
+ * A key still `processing` this long after its request began was left by a process that
+ * died between the action and storing its answer: the next request under the key takes it
+ * over (the action's own preconditions — record version, compensation state — keep a
+ * re-run from applying twice). Console keys are not in the writers' queue, so nothing else
+ * could free them.
+ */
+export const CONSOLE_KEY_LEASE_SECONDS = 300;
 /** Response headers worth replaying; per-request ones (x-request-id) are not stored. */
 const STORED_HEADERS = ["content-type", "location", "retry-after", "cache-control"];
-
-export function consoleScope(principal: Pick<Principal, "userId">): string {
-  return `console:user:${principal.userId}`;
-}
-
-export function consoleOperation(action: string): string {
-  return `console.${action}`;
-}
 
 export interface IdempotentCall {
   database: Database;
@@ -61,21 +66,61 @@ function storableBody(body: string, withhold: readonly string[] | undefined): st
   }
 }
 
+interface ConsoleRequestRow {
+  id: bigint;
+  payloadHash: string;
+  status: string;
+  responseCode: number | null;
+  responseHeaders: unknown;
+  responseBody: string | null;
+  owner: boolean;
+}
+
 /** Runs `execute` at most once per (user, action, key); every other call replays, refuses or waits. */
 export async function runIdempotently(call: IdempotentCall, execute: () => Promise<Response>): Promise<Response> {
   const raw = call.request.headers.get(IDEMPOTENCY_KEY_HEADER);
   if (raw === null || raw.trim() === "") throw new MissingKeyError();
   const key = parseInput(idempotencyKeySchema, raw.trim(), "Idempotency-Key header");
-  const store = new IdempotencyStore(call.database.prisma);
-  const begun = await store.begin({
-    scope: consoleScope(call.principal),
-    operation: consoleOperation(call.action),
-    key,
-    payload: { method: call.request.method, path: call.path, body: call.rawBody ?? null },
-    ttlSeconds: CONSOLE_KEY_TTL_SECONDS,
-  });
-  const answer = responseForNonOwner(begun);
-  if (answer) return answer;
+  const hash = payloadHash({ method: call.request.method, path: call.path, body: call.rawBody ?? null });
+  const prisma = call.database.prisma;
+  const userId = BigInt(call.principal.userId);
+
+  // Reserve (or take over an expired key) in one statement; `owner` says which row we got.
+  const [row] = await prisma.$queryRaw<ConsoleRequestRow[]>`
+    WITH ins AS (
+      INSERT INTO console_requests (user_id, action, idempotency_key, payload_hash, status, expires_at)
+      VALUES (${userId}, ${call.action}, ${key}, ${hash}, 'processing', now() + make_interval(secs => ${CONSOLE_KEY_TTL_SECONDS}))
+      ON CONFLICT (user_id, action, idempotency_key) DO UPDATE
+        SET payload_hash = EXCLUDED.payload_hash, status = 'processing', response_code = NULL, response_headers = NULL,
+            response_body = NULL, created_at = now(), updated_at = now(), expires_at = EXCLUDED.expires_at
+        WHERE console_requests.expires_at <= now()
+           OR (console_requests.status = 'processing' AND console_requests.payload_hash = EXCLUDED.payload_hash
+               AND console_requests.updated_at < now() - make_interval(secs => ${CONSOLE_KEY_LEASE_SECONDS}))
+      RETURNING id, payload_hash AS "payloadHash", status, response_code AS "responseCode",
+                response_headers AS "responseHeaders", response_body AS "responseBody", true AS owner
+    )
+    SELECT * FROM ins
+    UNION ALL
+    SELECT id, payload_hash, status, response_code, response_headers, response_body, false FROM console_requests
+     WHERE user_id = ${userId} AND action = ${call.action} AND idempotency_key = ${key} AND NOT EXISTS (SELECT 1 FROM ins)`;
+  // ON CONFLICT waited for a concurrent first request to commit; its row is then newer than
+  // this statement's snapshot, so it is read again in a new one.
+  const found =
+    row ??
+    (
+      await prisma.$queryRaw<ConsoleRequestRow[]>`
+        SELECT id, payload_hash AS "payloadHash", status, response_code AS "responseCode", response_headers AS "responseHeaders",
+               response_body AS "responseBody", false AS owner
+          FROM console_requests WHERE user_id = ${userId} AND action = ${call.action} AND idempotency_key = ${key}`
+    )[0];
+  if (!found) throw new ProblemError(409, "idempotency-request-in-progress", "Request in progress", "The first request under this key is being recorded; retry in a moment.");
+  if (!found.owner) {
+    const row = found;
+    if (row.payloadHash !== hash) return problemResponse(new PayloadMismatchError(row.payloadHash, hash).toProblem());
+    if (row.status === "processing") return problemResponse(new InProgressError(row.status).toProblem(), { "retry-after": "1" });
+    return replayResponse({ code: row.responseCode ?? 200, headers: (row.responseHeaders as HeaderPairs | null) ?? [], body: row.responseBody });
+  }
+  const owned = found;
 
   let response: Response;
   try {
@@ -90,8 +135,9 @@ export async function runIdempotently(call: IdempotentCall, execute: () => Promi
     const value = response.headers.get(name);
     if (value !== null) headers.push([name, value]);
   }
-  const stored = { code: response.status, headers, body: storableBody(body, call.withhold) };
-  if (response.ok) await store.complete(begun.record.id, stored);
-  else await store.fail(begun.record.id, { ...stored, error: `answered ${response.status}` });
+  await prisma.$executeRaw`
+    UPDATE console_requests SET status = ${response.ok ? "completed" : "failed"}, response_code = ${response.status},
+           response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${storableBody(body, call.withhold)}, updated_at = now()
+     WHERE id = ${owned.id}`;
   return response;
 }

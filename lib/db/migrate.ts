@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { buildConcurrently, hasUniqueOn, isLockTimeout, planOnline, SHARED_TABLES, splitStatements, withLockRetries, type LockRetry } from "./online-ddl";
 import type { SqlExecutor } from "./sql";
 
 /**
@@ -15,6 +16,24 @@ export const PRISMA_MIGRATE_LOCK_ID = 72707369;
 
 // Statically scoped so the bundler traces only this folder.
 export const DEFAULT_MIGRATIONS_DIR = path.join(process.cwd(), "prisma", "migrations");
+/** What replaces a migration when the tables it creates already exist (a service adopting the console): prisma/adopt/<name>.sql. */
+export const DEFAULT_ADOPT_DIR = path.join(process.cwd(), "prisma", "adopt");
+/** The migration that creates the services' tables. */
+export const SHARED_TABLES_MIGRATION = "20261130000000_shared_tables";
+
+/** Bounded lock waits on the services' tables (lib/db/online-ddl.ts): MIGRATE_LOCK_TIMEOUT_MS (default 3000), MIGRATE_LOCK_RETRIES (default 20). */
+export function lockRetryFromEnv(log: (line: string) => void, env: Record<string, string | undefined> = process.env): LockRetry {
+  const int = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : d);
+  return { lockTimeoutMs: Math.max(1, int(env.MIGRATE_LOCK_TIMEOUT_MS, 3000)), retries: int(env.MIGRATE_LOCK_RETRIES, 20), log };
+}
+
+/** The columns the console cannot read a table without; adopting a table that lacks one is refused. */
+const REQUIRED_COLUMNS: Record<string, readonly string[]> = {
+  idempotency_records: ["id", "scope", "operation", "idempotency_key", "payload_hash", "status", "expires_at"],
+  idempotency_events: ["id", "scope", "operation", "idempotency_key", "kind"],
+  reconciliation_items: ["id", "record_id", "provider"],
+  outbox_messages: ["id", "topic", "payload"],
+};
 
 // The bookkeeping table as Prisma's schema engine creates it on PostgreSQL.
 const CREATE_MIGRATIONS_TABLE = `
@@ -122,10 +141,13 @@ export interface MigrateResult {
  * Each migration runs in its own transaction; a failure rolls it back and marks
  * the row rolled back with the error in `logs`, so a fixed file can be re-run.
  */
-export function migrate(
-  sql: SqlExecutor,
-  opts: { dir?: string; log?: (line: string) => void } = {},
-): Promise<MigrateResult> {
+export interface MigrateOptions {
+  dir?: string;
+  adoptDir?: string;
+  log?: (line: string) => void;
+}
+
+export function migrate(sql: SqlExecutor, opts: MigrateOptions = {}): Promise<MigrateResult> {
   // Advisory locks are re-entrant within a session, and embedded PGlite has a single
   // session: two runners sharing it would both "hold" the lock and interleave (the
   // second one then sees the first one's unfinished row). Queue them in-process.
@@ -136,13 +158,10 @@ export function migrate(
 
 const sessionQueues = new WeakMap<SqlExecutor, Promise<unknown>>();
 
-async function migrateLocked(
-  sql: SqlExecutor,
-  opts: { dir?: string; log?: (line: string) => void },
-): Promise<MigrateResult> {
+async function migrateLocked(sql: SqlExecutor, opts: MigrateOptions): Promise<MigrateResult> {
   const log = opts.log ?? (() => {});
   const local = await readLocalMigrations(opts.dir);
-  await sql.query(`SELECT pg_advisory_lock($1)`, [PRISMA_MIGRATE_LOCK_ID]);
+  await acquireMigrateLock(sql, log);
   try {
     await sql.exec(CREATE_MIGRATIONS_TABLE);
     const before = compare(local, await appliedRows(sql));
@@ -163,30 +182,127 @@ async function migrateLocked(
     for (const name of before.unknown) log(`warning: migration ${name} is applied in the database but missing here`);
 
     const applied: string[] = [];
+    const retry = lockRetryFromEnv(log);
     for (const m of local.filter((l) => before.pending.includes(l.name))) {
-      const id = randomUUID();
-      await sql.query(
-        `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count)
-         VALUES ($1, $2, $3, now(), 0)`,
-        [id, m.checksum, m.name],
-      );
-      try {
-        await sql.exec(`BEGIN;\n${m.sql}\n;COMMIT;`);
-      } catch (err) {
-        await sql.exec("ROLLBACK").catch(() => {});
-        const message = err instanceof Error ? err.message : String(err);
-        await sql.query(`UPDATE "_prisma_migrations" SET logs = $2, rolled_back_at = now() WHERE id = $1`, [id, message]);
-        throw new MigrationError(`migration ${m.name} failed and was rolled back: ${message}`, m.name);
+      const existing = await existingSharedTables(sql);
+      if (m.name === SHARED_TABLES_MIGRATION && existing.has("idempotency_records")) {
+        await adopt(sql, m, opts.adoptDir ?? DEFAULT_ADOPT_DIR, retry);
+        applied.push(m.name);
+        log(`applied ${m.name} (adopted the existing tables)`);
+        continue;
       }
-      await sql.query(
-        `UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`,
-        [id],
-      );
+      // Indexes on the services' tables that hold rows: built concurrently first, out of the
+      // transaction (on an empty table a plain CREATE INDEX in the transaction blocks nobody).
+      const plan = planOnline(m.sql, await withRows(sql, existing));
+      for (const b of plan.builds) {
+        const outcome = await buildConcurrently(sql, b, retry);
+        if (outcome !== "kept") log(`${m.name}: index ${b.name} ${outcome} concurrently on ${b.table} (writers went on)`);
+      }
+      const script = plan.builds.length ? plan.transactional : m.sql;
+      await withLockRetries(m.name, retry, () => applyOne(sql, m, script, retry.lockTimeoutMs));
       applied.push(m.name);
       log(`applied ${m.name}`);
     }
     return { applied, status: compare(local, await appliedRows(sql)) };
   } finally {
     await sql.query(`SELECT pg_advisory_unlock($1)`, [PRISMA_MIGRATE_LOCK_ID]);
+  }
+}
+
+async function existingSharedTables(sql: SqlExecutor): Promise<Set<string>> {
+  const rows = await sql.query<{ t: string }>(
+    `SELECT c.relname AS t FROM pg_class c WHERE c.relname = ANY ($1::text[]) AND c.relkind IN ('r', 'p') AND c.relnamespace = current_schema()::regnamespace`,
+    [[...SHARED_TABLES]],
+  );
+  return new Set(rows.map((r) => r.t));
+}
+
+/**
+ * One migration in one transaction, recorded like prisma migrate deploy: a row when it
+ * starts, finished (applied_steps_count 1) when it commits, rolled back with the error in
+ * `logs` when it fails. Every lock it waits for is bounded by lock_timeout.
+ */
+async function applyOne(sql: SqlExecutor, m: LocalMigration, script: string, lockTimeoutMs: number): Promise<void> {
+  const id = randomUUID();
+  await sql.query(
+    `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, applied_steps_count)
+     VALUES ($1, $2, $3, now(), 0)`,
+    [id, m.checksum, m.name],
+  );
+  try {
+    await sql.exec(`BEGIN;\nSET LOCAL lock_timeout = '${lockTimeoutMs}ms';\n${script}\n;COMMIT;`);
+  } catch (err) {
+    await sql.exec("ROLLBACK").catch(() => {});
+    const message = err instanceof Error ? err.message : String(err);
+    await sql.query(`UPDATE "_prisma_migrations" SET logs = $2, rolled_back_at = now() WHERE id = $1`, [id, message]);
+    if (isLockTimeout(err)) throw err; // withLockRetries tries again
+    throw new MigrationError(`migration ${m.name} failed and was rolled back: ${message}`, m.name);
+  }
+  await sql.query(`UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1`, [id]);
+}
+
+/**
+ * A service adopting the console on tables it already has (DESIGN: the console is a guest):
+ * instead of the migration that creates them, prisma/adopt/<name>.sql adds what is missing
+ * statement by statement (no rewrite; each lock bounded), then the migration's indexes are
+ * built concurrently (the unique key only if the table has none on the same columns). The
+ * migration is recorded as applied, with what was done in `logs`.
+ */
+async function adopt(sql: SqlExecutor, m: LocalMigration, adoptDir: string, retry: LockRetry): Promise<void> {
+  const columns = await sql.query<{ t: string; c: string }>(
+    `SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ANY ($1::text[])`,
+    [Object.keys(REQUIRED_COLUMNS)],
+  );
+  const present = new Set(columns.map((r) => `${r.t}.${r.c}`));
+  const tables = new Set(columns.map((r) => r.t));
+  const missing = Object.entries(REQUIRED_COLUMNS).flatMap(([t, cols]) => (tables.has(t) ? cols.filter((c) => !present.has(`${t}.${c}`)).map((c) => `${t}.${c}`) : []));
+  if (missing.length) {
+    throw new MigrationError(
+      `cannot adopt the existing tables: the console needs the column(s) ${missing.join(", ")} (see the README, "For services that write these tables"); add or rename them, then run the migration again`,
+      m.name,
+    );
+  }
+  const script = await readFile(/*turbopackIgnore: true*/ path.join(adoptDir, `${m.name}.sql`), "utf8");
+  await sql.exec(`SET lock_timeout = '${retry.lockTimeoutMs}ms'`);
+  try {
+    for (const statement of splitStatements(script)) await withLockRetries(`adopt ${m.name}`, retry, () => sql.exec(statement));
+  } catch (err) {
+    throw new MigrationError(`adopting the existing tables failed: ${err instanceof Error ? err.message : String(err)}`, m.name);
+  } finally {
+    await sql.exec("RESET lock_timeout").catch(() => {});
+  }
+  const done: string[] = [];
+  for (const b of planOnline(m.sql, await existingSharedTables(sql)).builds) {
+    if (b.unique && b.name === "idempotency_records_scope_operation_key_key" && (await hasUniqueOn(sql, b.table, ["scope", "operation", "idempotency_key"]))) {
+      done.push(`${b.name}: kept the table's own unique key`);
+      continue;
+    }
+    done.push(`${b.name}: ${await buildConcurrently(sql, b, retry)}`);
+  }
+  await sql.query(
+    `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at, finished_at, applied_steps_count, logs)
+     VALUES ($1, $2, $3, now(), now(), 1, $4)`,
+    [randomUUID(), m.checksum, m.name, `adopted existing tables with prisma/adopt/${m.name}.sql; indexes (concurrently): ${done.join("; ")}`],
+  );
+}
+
+async function withRows(sql: SqlExecutor, tables: ReadonlySet<string>): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const t of tables) if ((await sql.query<{ rows: boolean }>(`SELECT EXISTS (SELECT 1 FROM "${t}") AS rows`))[0].rows) out.add(t);
+  return out;
+}
+
+/**
+ * Prisma's migration lock (the same key as prisma migrate deploy). Asked for again every
+ * 200 ms rather than waited for: a session waiting inside pg_advisory_lock holds a snapshot,
+ * and CREATE INDEX CONCURRENTLY in the runner that has the lock waits for every older
+ * snapshot — a deadlock PostgreSQL would break by cancelling one of them.
+ */
+async function acquireMigrateLock(sql: SqlExecutor, log: (line: string) => void): Promise<void> {
+  for (let waited = false; ; waited = true) {
+    const [{ ok }] = await sql.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [PRISMA_MIGRATE_LOCK_ID]);
+    if (ok) return;
+    if (!waited) log("waiting for another migration runner to finish");
+    await new Promise((r) => setTimeout(r, 200));
   }
 }

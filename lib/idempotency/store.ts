@@ -1,6 +1,7 @@
 import { Prisma, type IdempotencyRecord, type PrismaClient } from "../generated/prisma/client";
 import { MissingKeyError, NotFoundError, PayloadMismatchError, StateConflictError } from "./errors";
 import { payloadHash } from "./hash";
+import { headerPairs } from "./stored-response";
 import {
   beginInputSchema,
   completeInputSchema,
@@ -229,10 +230,11 @@ export class IdempotencyStore {
   }
 }
 
+/** What a replay answers: the stored response, headers read in whatever shape the writer stored them. */
 export function storedResponse(record: IdempotencyRecord): StoredResponse {
   return {
     code: record.responseCode ?? 200,
-    headers: (record.responseHeaders as HeaderPairs | null) ?? [],
+    headers: headerPairs(record.responseHeaders),
     body: record.responseBody,
   };
 }

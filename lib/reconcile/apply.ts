@@ -32,6 +32,8 @@ export interface SettleRecordInput {
   expectedVersion: number;
   status: FinalStatus;
   providerReference: string | null;
+  /** What the effect created, when the operator knows it (kept as it is when null). */
+  resource?: { type: string | null; id: string | null };
   response: StoredResponse;
   lastError: string | null;
   /** The 'reconciled' event's detail (e.g. { by: "hand", outcome, actor }). */
@@ -62,6 +64,8 @@ export async function settleRecord(tx: Tx, input: SettleRecordInput): Promise<Se
       UPDATE idempotency_records r SET status = ${input.status}, response_code = ${input.response.code},
         response_headers = ${JSON.stringify(input.response.headers)}::jsonb, response_body = ${input.response.body},
         provider_reference = COALESCE(${input.providerReference}, r.provider_reference),
+        resource_type = COALESCE(${input.resource?.type ?? null}, r.resource_type),
+        resource_id = COALESCE(${input.resource?.id ?? null}, r.resource_id),
         last_error = ${input.lastError}, updated_at = ${now}::timestamptz, version = r.version + 1
       FROM old
       WHERE r.id = old.id AND r.version = ${input.expectedVersion}::int AND old.version = r.version
@@ -100,9 +104,13 @@ const JSON_HEADERS: HeaderPairs = [["content-type", "application/json"]];
 const PROBLEM_HEADERS: HeaderPairs = [["content-type", "application/problem+json"]];
 
 /**
- * What a retry of the original request replays once the record is completed by
- * hand or by reconciliation: the original response was never recorded (the
- * outcome was uncertain), so a small JSON answer says what is known.
+ * What a retry of the original request replays once the record is completed by hand or
+ * by reconciliation and the service's own response is not known (the outcome was
+ * uncertain, so it was never recorded): a small JSON answer saying what is known, with a
+ * top-level `resolution` member ({ by, at, … }) that marks it as the console's (README,
+ * writers' contract: a service that must replay its own shape rebuilds it from
+ * resource_type/resource_id when it sees one). An operator who knows the service's
+ * response gives it instead (lib/records/resolve.ts).
  */
 export function completedResponse(opts: {
   providerReference: string;

@@ -11,6 +11,7 @@ import { DEFAULT_WINDOW_SECONDS, duplicatesOfRecord, MAX_WINDOW_SECONDS, MIN_WIN
 import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedField, type MaskRules } from "./mask";
 import { durationParam, optional } from "./params";
 import { recordColumns, type RecordSummary } from "./row";
+import { bodyText, readHeaders } from "../idempotency/stored-response";
 
 /**
  * Everything about one record: every field, the event timeline, reconciliation items,
@@ -42,6 +43,9 @@ export type BodyAccess = "none" | "masked" | "revealed";
 
 export interface RecordFull extends RecordSummary {
   responseHeaders: HeaderPairs | null;
+  /** How the writer stored the headers, and any part of them that is not a header (as text). */
+  responseHeadersShape: ReturnType<typeof readHeaders>["shape"];
+  responseHeadersUnreadable: string | null;
   responseBody: string | null;
 }
 
@@ -58,6 +62,9 @@ export interface StoredResponseOut {
   access: Exclude<BodyAccess, "none">;
   code: number | null;
   headers: HeaderPairs | null;
+  /** How the writer stored the headers (pairs, an object, lines …) and what of them is not a header (text, masked like a body). */
+  headersShape: RecordFull["responseHeadersShape"];
+  headersUnreadable: string | null;
   body: string | null;
   /** Masked ("masked") or maskable ("revealed") places. */
   masked: MaskedField[];
@@ -79,23 +86,35 @@ export interface RecordDetail {
 }
 
 export async function loadRecord(sql: SqlExecutor, id: bigint): Promise<RecordFull> {
-  const [row] = await sql.query<RecordFull>(
-    `SELECT ${recordColumns("r")}, r.response_headers AS "responseHeaders", r.response_body AS "responseBody"
+  const [row] = await sql.query<Omit<RecordFull, "responseHeaders"> & { responseHeaders: unknown }>(
+    `SELECT ${recordColumns("r")}, r.response_headers AS "responseHeaders", r.response_body::text AS "responseBody"
        FROM idempotency_records r WHERE r.id = $1`,
     [id],
   );
   if (!row) throw new NotFoundError(`There is no record ${id} (it may have been purged).`);
-  return row;
+  // Headers as the writer stored them (pairs, an object, lines …), read as pairs; what is not a header is kept as text.
+  const headers = readHeaders(row.responseHeaders);
+  return {
+    ...row,
+    responseHeaders: headers.pairs,
+    responseHeadersUnreadable: headers.unreadable,
+    responseHeadersShape: headers.shape,
+    responseBody: bodyText(row.responseBody),
+  };
 }
 
 /** The stored response at the given access level (null for "none"). */
 export function responseView(record: RecordFull, access: BodyAccess, rules?: MaskRules): StoredResponseOut | null {
   if (access === "none") return null;
+  const r = rules ?? buildMaskRules();
   const stored = { code: record.responseCode, headers: record.responseHeaders, body: record.responseBody };
-  const masked = maskResponse(stored, rules ?? buildMaskRules());
+  const masked = maskResponse(stored, r);
+  const odd = record.responseHeadersUnreadable === null ? null : maskBody(record.responseHeadersUnreadable, r);
+  const oddMasks = (odd?.masked ?? []).map((m) => ({ ...m, path: `headersUnreadable${m.path.slice("body".length)}` }));
+  const shape = { headersShape: record.responseHeadersShape };
   return access === "masked"
-    ? { access, code: masked.code, headers: masked.headers, body: masked.body, masked: masked.masked }
-    : { access, ...stored, masked: masked.masked };
+    ? { access, code: masked.code, headers: masked.headers, ...shape, headersUnreadable: odd?.body ?? null, body: masked.body, masked: [...masked.masked, ...oddMasks] }
+    : { access, ...stored, ...shape, headersUnreadable: record.responseHeadersUnreadable, masked: [...masked.masked, ...oddMasks] };
 }
 
 export async function recordDetail(
@@ -142,7 +161,7 @@ export async function recordDetail(
     duplicatesOfRecord(sql, record, windowSeconds),
     compensationsOfRecord(sql, id, leaseSeconds()),
   ]);
-  const { responseHeaders: _h, responseBody: _b, ...summary } = record;
+  const { responseHeaders: _h, responseBody: _b, responseHeadersShape: _s, responseHeadersUnreadable: _u, ...summary } = record;
   const n = Number(total[0].n);
   const rules = opts.rules ?? buildMaskRules();
   return {

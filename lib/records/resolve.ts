@@ -25,15 +25,38 @@ import type { RecordSummary } from "./row";
 
 export const RESOLVE_ACTION = "records.resolve";
 
+/** The service's own response, when the operator knows it (what its replay would have answered). */
+export const serviceResponseSchema = z
+  .object({
+    code: z.number({ error: "must be the HTTP status code (a whole number)" }).int().min(100).max(599),
+    headers: z
+      .array(z.tuple([z.string().trim().min(1).max(200), z.string().max(8000)]), { error: "must be a list of [name, value] pairs" })
+      .max(100)
+      .optional(),
+    body: z.string().max(60_000).nullable().optional(),
+  })
+  .strict();
+
 export const resolveBodySchema = z
   .object({
     outcome: z.enum(["completed", "failed"], { error: 'must be "completed" or "failed"' }),
     providerReference: z.string().trim().min(1, "must not be empty").max(200).optional(),
+    /** What the effect created (an order, a charge), when known: a replay can then name it. */
+    resourceType: z.string().trim().min(1, "must not be empty").max(200).optional(),
+    resourceId: z.string().trim().min(1, "must not be empty").max(200).optional(),
+    /** The service's own response, when known; otherwise the console stores a documented one (lib/reconcile/apply.ts). */
+    response: serviceResponseSchema.optional(),
     reason: reasonSchema,
     expectedVersion: z.number({ error: "must be the record's version you saw (a whole number)" }).int().min(0).max(2147483647),
   })
   .strict()
   .superRefine((b, ctx) => {
+    if (b.response && b.outcome === "completed" && b.response.code >= 400) {
+      ctx.addIssue({ code: "custom", path: ["response", "code"], message: "must be below 400 for a completed record (the effect happened)" });
+    }
+    if (b.response && b.outcome === "failed" && b.response.code < 400) {
+      ctx.addIssue({ code: "custom", path: ["response", "code"], message: "must be 400 or above for a failed record (it failed before any effect)" });
+    }
     if (b.outcome === "completed" && !b.providerReference) {
       ctx.addIssue({ code: "custom", path: ["providerReference"], message: "is required when the outcome is completed (the provider's reference of the charge)" });
     }
@@ -82,8 +105,10 @@ export async function resolveRecord(
           expectedVersion: input.expectedVersion,
           status: input.outcome,
           providerReference: input.outcome === "completed" ? input.providerReference! : null,
-          response:
-            input.outcome === "completed"
+          resource: { type: input.resourceType ?? null, id: input.resourceId ?? null },
+          response: input.response
+            ? { code: input.response.code, headers: input.response.headers ?? [], body: input.response.body ?? null }
+            : input.outcome === "completed"
               ? completedResponse({ providerReference: input.providerReference!, by: "hand", at: now })
               : failedResponse({ reason: input.reason, by: "hand", at: now }),
           lastError: input.outcome === "failed" ? `resolved by hand as failed: ${input.reason}` : null,
@@ -110,7 +135,15 @@ export async function resolveRecord(
           action: RESOLVE_ACTION,
           target,
           before: settled.before,
-          after: { status: settled.record.status, version: settled.record.version, providerReference: settled.record.providerReference },
+          after: {
+            status: settled.record.status,
+            version: settled.record.version,
+            providerReference: settled.record.providerReference,
+            resourceType: settled.record.resourceType,
+            resourceId: settled.record.resourceId,
+            // Whose response a retry now replays (the body itself stays out of the audit trail).
+            response: input.response ? { given: "by the operator", code: input.response.code } : { given: "made by the console", code: settled.record.responseCode },
+          },
           reason: input.reason,
           request,
           outcome: "done",

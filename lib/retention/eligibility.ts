@@ -96,7 +96,8 @@ export const RECORD_PROTECTIONS: { reason: RecordProtection; label: string; sql:
   {
     reason: "outbox",
     label: "outbox message not sent yet",
-    sql: (r) => `EXISTS (SELECT 1 FROM outbox_messages o WHERE o.record_id = ${r}.id AND o.status = 'pending')`,
+    // Services name their outbox states as they like: anything but sent/failed is not dispatched yet.
+    sql: (r) => `EXISTS (SELECT 1 FROM outbox_messages o WHERE o.record_id = ${r}.id AND o.status NOT IN ('sent', 'failed'))`,
   },
 ];
 

@@ -132,7 +132,7 @@ async function recordsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi:
     // under the refresher's lock, so it never sees half a purge.
     await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${ROLLUP_LOCK_ID})`);
     await tx.$executeRawUnsafe(WRITER_FLAG);
-    const c = purgeCensusSql(JSON.stringify(deleted.map((x) => ({ id: x.id.toString(), operation: x.operation, expiresAt: x.expiresAt.toISOString() }))));
+    const c = purgeCensusSql(deleted.map((x) => BigInt(x.id)));
     await tx.$executeRawUnsafe(c.text, ...c.values);
   }
   return { candidates: ids, deleted: deleted.length };

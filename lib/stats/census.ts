@@ -3,53 +3,87 @@ import { paramList } from "../records/row";
 
 /**
  * The record census: how many records there are per operation and expiry hour
- * (record_census), kept by the rollup refresher from the same event watermark as the
- * event rollups (lib/stats/rollups.ts) — no trigger on the services' tables (ADR 0007).
+ * (record_census), kept by the rollup refresher and the purge — no trigger on the
+ * services' tables (ADR 0007, ADR 0008).
  *
- * The invariant, at any moment and in any snapshot:
- *   records = census + uncounted,
- *   uncounted = the records whose `reserved` event is not rolled up yet (id above the
- *               watermark, or a gap).
- * It holds because
- * - a record and its `reserved` event are written by one statement (the protocol), so a
- *   refresh that rolls the event up finds the record (or finds it already purged — then
- *   it was never counted, see below) and adds it to its (operation, expiry hour);
- * - the console's purge deletes records under the refresher's lock and takes from the
- *   census exactly the deleted records that were counted (`purgeCensusSql`);
- * - nothing else deletes records, and expires_at is set at the reservation. A record
- *   inserted without a `reserved` event, deleted by something else, or an event that
- *   committed after its gap was given up (GAP_GRACE) breaks it: `verifyRecordCensus`
- *   recounts in one snapshot, repairs, and reports the drift.
+ * Each counted record is a member (record_census_members: record id → the operation and
+ * expiry hour it is counted under), and record_census is the members counted per
+ * (operation, hour): the two change together, in the same statements, under the
+ * refresher's lock. Knowing where each record is counted is what lets the console follow
+ * writers that do not keep to the letter of the protocol:
  *
- * Reading (recordCensusSql): per interval of expires_at, the census's whole hours + the
- * records in the partial hours at the interval's edges (index ranges of (operation,
- * expires_at), < 1 hour each) + the uncounted records in the whole hours. Without a
- * scope the overview's record totals, expired-not-purged, expiring and forecast read
- * a few thousand census rows instead of every record (the scope has no census: a
- * scope's records are read from its index, see lib/stats/overview.ts).
+ * - The records a refresh looks at ("touched"): the records of the events it rolls up
+ *   (any kind, late commits included through the gaps) and the records above the record
+ *   high-water mark (rollup_state 'records'; new records, found by primary key whether
+ *   or not they have a `reserved` event). For each, `applySql` makes the member equal to
+ *   the record as it is now: new → counted; expires_at moved (sliding expiry on a replay,
+ *   a fix by hand followed by an event) → moved to its new hour; gone (deleted outside
+ *   the console) → taken out. Cost: primary-key probes per new event and new record —
+ *   never a pass over the table.
+ * - Readers (recordCensusSql) add the same correction for the records touched since the
+ *   last refresh — +1 where the record is now, −1 where its member is — so every count is
+ *   exact at any moment, in one statement, and agrees with a plain count over the records
+ *   (the Expiry screen) for everything that comes with an event or a new record.
+ * - What comes with neither (a DELETE or an UPDATE of expires_at by hand and no event
+ *   after it) is found by the sweep — every refresh re-checks the next CENSUS_SWEEP_RECORDS
+ *   records by primary key, round the table — and by verifyRecordCensus (O(records), daily
+ *   or on demand). What it finds is repaired record by record and reported as a departure.
+ * - Departures from the protocol that the refresh, the sweep or the check saw are kept in
+ *   census_departures (kind, how many records, when last) and shown on the overview.
+ * - The console's purge deletes records and, in the same transaction under the refresher's
+ *   lock, their members and counts (`purgeCensusSql`).
+ *
+ * Reading an interval of expires_at (recordCensusSql): the census's whole hours + the
+ * correction for touched records in those hours + the records in the partial hours at the
+ * interval's edges (index ranges of (operation, expires_at), < 1 hour each). Without a scope
+ * the overview's record totals, expired-not-purged, expiring and forecast read a few thousand
+ * census rows instead of every record.
  */
 
 const HOUR_MS = 3_600_000;
 const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`;
 export const CENSUS_HOUR_SQL = (column: string) => `date_bin(interval '1 hour', ${column}, ${EPOCH})`;
+/** rollup_state row: every record with an id at or below it was looked at by a refresh (its high-water mark). */
+export const RECORDS_STATE = "records";
+/** rollup_state row: where the sweep goes on (watermark = the next record id to re-check). */
+export const SWEEP_STATE = "census_sweep";
+/** How many records each refresh re-checks by primary key (CENSUS_SWEEP_RECORDS). */
+export const DEFAULT_SWEEP_RECORDS = 5_000;
 
-/** The reserved events the rollups do not hold yet (above the watermark or a gap), as a condition on `e`. */
-const UNROLLED = (e: string) =>
-  `${e}.kind = 'reserved' AND (${e}.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
-     OR ${e}.id IN (SELECT g.event_id FROM rollup_gaps g))`;
+/** What a departure from the protocol looks like to the census (census_departures.kind). */
+export const DEPARTURE_KINDS = {
+  expires_moved: "expires_at (or the operation) changed after the record was counted",
+  deleted_outside: "deleted by something other than the console's purge",
+  found_uncounted: "found by the sweep or the check without any event or new-record sighting (committed late, inserted by hand)",
+} as const;
+export type DepartureKind = keyof typeof DEPARTURE_KINDS;
+
+const WATERMARK = (name: string) => `(SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = '${name}')`;
 
 /**
- * The records not counted yet: those of the reserved events not rolled up, as record_id —
- * two index ranges (not one OR): above the watermark, and the gaps (each gap probed by
- * primary key; OFFSET 0 keeps the planner from scanning the events for them).
+ * The records touched since the last refresh, as `id`: those of the events above the
+ * watermark and of the gaps (each gap probed by primary key; OFFSET 0 keeps the planner
+ * from scanning the events for them), and those above the record high-water mark.
  */
-const uncountedIdsSql = (opFilter = "") => `SELECT e.record_id FROM idempotency_events e
-     WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL
-       AND e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')${opFilter}
-    UNION ALL
-    SELECT e.record_id FROM rollup_gaps g
-     CROSS JOIN LATERAL (SELECT e.kind, e.operation, e.record_id FROM idempotency_events e WHERE e.id = g.event_id OFFSET 0) e
-     WHERE e.kind = 'reserved' AND e.record_id IS NOT NULL${opFilter}`;
+export const TOUCHED_SQL = `SELECT e.record_id AS id FROM idempotency_events e
+       WHERE e.id > ${WATERMARK("events")} AND e.record_id IS NOT NULL
+      UNION
+      SELECT e.record_id FROM rollup_gaps g
+       CROSS JOIN LATERAL (SELECT e.record_id FROM idempotency_events e WHERE e.id = g.event_id OFFSET 0) e
+       WHERE e.record_id IS NOT NULL
+      UNION
+      SELECT r.id FROM idempotency_records r WHERE r.id > ${WATERMARK(RECORDS_STATE)}`;
+
+/**
+ * For records `ids` (a subquery of id): +1 where each is now, −1 where its member is
+ * counted, as rows (operation, expires_at, n). Members are stored by hour; an hour start
+ * falls in a range of whole hours exactly when the record's expiry does.
+ */
+const correctionSql = (ids: string) => `SELECT r.operation, r.expires_at, 1::bigint AS n FROM (${ids}) t
+         CROSS JOIN LATERAL (SELECT r.operation, r.expires_at FROM idempotency_records r WHERE r.id = t.id OFFSET 0) r
+        UNION ALL
+        SELECT m.operation, m.expires_hour, -1::bigint FROM (${ids}) t
+         CROSS JOIN LATERAL (SELECT m.operation, m.expires_hour FROM record_census_members m WHERE m.record_id = t.id OFFSET 0) m`;
 
 /** An interval of expires_at: [from, to); null = open. */
 export interface ExpiryInterval {
@@ -80,7 +114,7 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     if (wholeLo < wholeHi) {
       branches.push(
         `SELECT ${name}::text AS name, c.operation, c.count AS n FROM record_census c WHERE ${range("c.expires_hour", wholeLo, wholeHi)}${op ? ` AND c.operation = ${op}` : ""}`,
-        `SELECT ${name}::text, u.operation, 1::bigint FROM unc u WHERE ${range("u.expires_at", wholeLo, wholeHi)}`,
+        `SELECT ${name}::text, k.operation, k.n FROM corr k WHERE ${range("k.expires_at", wholeLo, wholeHi)}`,
       );
       edges.push([lo, wholeLo], [wholeHi, hi]);
     } else {
@@ -95,15 +129,15 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     }
   }
   if (!branches.length) branches.push(`SELECT NULL::text, NULL::text, 0::bigint WHERE FALSE`);
-  // Each uncounted record by a primary-key probe (OFFSET 0 keeps the planner from hashing the whole table).
-  const text = `WITH unc AS MATERIALIZED (
-      SELECT r.operation, r.expires_at FROM (${uncountedIdsSql(op ? ` AND e.operation = ${op}` : "")}) u
-       CROSS JOIN LATERAL (SELECT r.operation, r.expires_at FROM idempotency_records r WHERE r.id = u.record_id OFFSET 0) r
+  const text = `WITH corr AS MATERIALIZED (
+      SELECT k.operation, k.expires_at, k.n FROM (
+        ${correctionSql(TOUCHED_SQL)}
+      ) k${op ? ` WHERE k.operation = ${op}` : ""}
     ), ops AS MATERIALIZED (
       ${
         op
           ? `SELECT ${op}::text AS operation`
-          : `SELECT DISTINCT operation FROM (SELECT c.operation FROM record_census c WHERE c.count > 0 UNION ALL SELECT u.operation FROM unc u) x`
+          : `SELECT DISTINCT operation FROM (SELECT c.operation FROM record_census c WHERE c.count > 0 UNION ALL SELECT k.operation FROM corr k WHERE k.n > 0) x`
       }
     )
     SELECT name, operation, sum(n)::bigint AS n FROM (
@@ -128,58 +162,140 @@ export async function countRecordsByExpiry(
   return rows.map((r) => ({ name: r.name, operation: r.operation, count: Number(r.n) }));
 }
 
-/**
- * What the census should hold, computed from the records: every record except the
- * uncounted ones, by operation and expiry hour. O(records): for rebuilds and checks only.
- */
-const CENSUS_TRUTH_SQL = `WITH unc AS MATERIALIZED (${uncountedIdsSql()})
-  SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, count(*)::bigint AS n
-    FROM idempotency_records r
-   WHERE NOT EXISTS (SELECT 1 FROM unc u WHERE u.record_id = r.id)
-   GROUP BY 1, 2`;
+// ---------------------------------------------------------------------------
+// Writing: only under the refresher's lock, with its writer flag (lib/stats/rollups.ts).
+
+/** How the records of one apply differed from their members. */
+export interface AppliedChanges {
+  /** Records counted for the first time. */
+  added: number;
+  /** Counted records whose hour (or operation) changed. */
+  moved: number;
+  /** Counted records that are gone. */
+  gone: number;
+}
 
 /**
- * Part of the refresh statement (lib/stats/rollups.ts): adds the records of the reserved
- * events in `fresh` (the events this refresh rolls up) to the census. A record already
- * purged is not found, and was never counted.
+ * Makes the members of the records `ids` (a subquery of id, read in the caller's
+ * snapshot) equal to the records as they are — counted where they are now, taken out
+ * if they are gone — and the census with them, in one statement. Returns what changed.
  */
-export const CENSUS_REFRESH_CTE = `census AS (
-           INSERT INTO record_census (operation, expires_hour, count)
-           SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")}, count(*)
-             FROM fresh f JOIN idempotency_records r ON r.id = f.record_id
-            WHERE f.kind = 'reserved'
-            GROUP BY 1, 2
-           ON CONFLICT (operation, expires_hour) DO UPDATE SET count = record_census.count + EXCLUDED.count
-         )`;
+export function applySql(ids: string, values: unknown[] = []): { text: string; values: unknown[] } {
+  return {
+    text: `WITH t AS MATERIALIZED (${ids}),
+      cur AS MATERIALIZED (
+        SELECT r.id, r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS h FROM t
+         CROSS JOIN LATERAL (SELECT r.id, r.operation, r.expires_at FROM idempotency_records r WHERE r.id = t.id OFFSET 0) r
+      ), mem AS MATERIALIZED (
+        SELECT m.record_id AS id, m.operation, m.expires_hour AS h FROM t
+         CROSS JOIN LATERAL (SELECT m.record_id, m.operation, m.expires_hour FROM record_census_members m WHERE m.record_id = t.id OFFSET 0) m
+      ), changed AS MATERIALIZED (
+        SELECT COALESCE(c.id, m.id) AS id, c.operation AS cop, c.h AS ch, m.operation AS mop, m.h AS mh
+          FROM cur c FULL JOIN mem m ON m.id = c.id
+         WHERE c.id IS NULL OR m.id IS NULL OR c.operation <> m.operation OR c.h <> m.h
+      ), delta AS MATERIALIZED (
+        SELECT operation, h, sum(n)::bigint AS n FROM (
+          SELECT cop AS operation, ch AS h, 1 AS n FROM changed WHERE cop IS NOT NULL
+          UNION ALL
+          SELECT mop, mh, -1 FROM changed WHERE mop IS NOT NULL
+        ) x GROUP BY 1, 2 HAVING sum(n) <> 0
+      ), up AS (
+        UPDATE record_census c SET count = GREATEST(c.count + d.n, 0)
+          FROM delta d WHERE c.operation = d.operation AND c.expires_hour = d.h
+        RETURNING c.operation, c.expires_hour
+      ), ins AS (
+        INSERT INTO record_census (operation, expires_hour, count)
+        SELECT d.operation, d.h, d.n FROM delta d
+         WHERE d.n > 0 AND NOT EXISTS (SELECT 1 FROM up WHERE up.operation = d.operation AND up.expires_hour = d.h)
+      ), put AS (
+        INSERT INTO record_census_members (record_id, operation, expires_hour)
+        SELECT id, cop, ch FROM changed WHERE cop IS NOT NULL
+        ON CONFLICT (record_id) DO UPDATE SET operation = EXCLUDED.operation, expires_hour = EXCLUDED.expires_hour
+      ), drop_gone AS (
+        DELETE FROM record_census_members m USING changed c WHERE m.record_id = c.id AND c.cop IS NULL
+      )
+      SELECT count(*) FILTER (WHERE mop IS NULL)::int AS added,
+             count(*) FILTER (WHERE mop IS NOT NULL AND cop IS NOT NULL)::int AS moved,
+             count(*) FILTER (WHERE cop IS NULL)::int AS gone
+        FROM changed`,
+    values,
+  };
+}
+
+export async function applyRecords(session: SqlExecutor, ids: string, values: unknown[] = []): Promise<AppliedChanges> {
+  const q = applySql(ids, values);
+  const [row] = await session.query<AppliedChanges>(q.text, q.values);
+  return row;
+}
+
+/** Adds what a refresh, the sweep or a check saw writers do outside the protocol to census_departures. */
+export async function recordDepartures(session: SqlExecutor, seen: Partial<Record<DepartureKind, number>>): Promise<void> {
+  const rows = Object.entries(seen).filter(([, n]) => n && n > 0);
+  if (!rows.length) return;
+  await session.query(
+    `INSERT INTO census_departures (kind, records, first_seen_at, last_seen_at)
+     SELECT x->>'kind', (x->>'n')::bigint, now(), now() FROM jsonb_array_elements($1::jsonb) x
+     ON CONFLICT (kind) DO UPDATE SET records = census_departures.records + EXCLUDED.records, last_seen_at = now()`,
+    [JSON.stringify(rows.map(([kind, n]) => ({ kind, n })))],
+  );
+}
+
+export interface Departure {
+  kind: DepartureKind;
+  description: string;
+  records: number;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+}
+
+export const DEPARTURES_SQL = `SELECT kind, records, first_seen_at AS "firstSeenAt", last_seen_at AS "lastSeenAt" FROM census_departures WHERE records > 0 ORDER BY last_seen_at DESC`;
+
+export const departureRows = (rows: { kind: string; records: bigint; firstSeenAt: Date; lastSeenAt: Date }[]): Departure[] =>
+  rows
+    .filter((r): r is typeof r & { kind: DepartureKind } => r.kind in DEPARTURE_KINDS)
+    .map((r) => ({ kind: r.kind, description: DEPARTURE_KINDS[r.kind], records: Number(r.records), firstSeenAt: r.firstSeenAt, lastSeenAt: r.lastSeenAt }));
+
+/**
+ * The sweep's next slice: up to `limit` record ids from `from` on, and the members in the
+ * same id range (records gone since). Excludes the touched records (a refresh is about to
+ * apply them; they are not departures). Returns the statement and where the next slice starts
+ * (null: the slice reached the end of the table; start again at 0).
+ */
+export function sweepIdsSql(): string {
+  return `SELECT s.id FROM (
+      SELECT r.id FROM idempotency_records r WHERE r.id >= $1 AND r.id < $2
+      UNION
+      SELECT m.record_id FROM record_census_members m WHERE m.record_id >= $1 AND m.record_id < $2
+    ) s WHERE s.id NOT IN (SELECT t.id FROM (${TOUCHED_SQL}) t WHERE t.id IS NOT NULL)`;
+}
 
 /**
  * Takes purged records out of the census, in the purge's transaction, after its DELETE,
- * under the refresher's lock (so the watermark and the gaps cannot move meanwhile):
- * `deleted` is a set of (id, operation, expires_at) just deleted; the ones whose reserved
- * event is not rolled up yet were never counted and are left alone. (Never below 0: a
- * census that drifted — see the top — must not stop a purge; verifyRecordCensus repairs it.)
+ * under the refresher's lock: `ids` were just deleted; their members go, and the census
+ * hours they were counted under lose one each (records never counted have no member).
  */
-export function purgeCensusSql(deletedJson: string): { text: string; values: unknown[] } {
+export function purgeCensusSql(ids: readonly bigint[]): { text: string; values: unknown[] } {
   return {
-    text: `WITH d AS (
-        SELECT (x->>'id')::bigint AS id, x->>'operation' AS operation, (x->>'expiresAt')::timestamptz AS expires_at
-          FROM jsonb_array_elements($1::jsonb) x
+    text: `WITH gone AS (
+        DELETE FROM record_census_members m WHERE m.record_id = ANY ($1::bigint[])
+        RETURNING m.operation, m.expires_hour
       ), counted AS (
-        SELECT d.operation, ${CENSUS_HOUR_SQL("d.expires_at")} AS expires_hour, count(*)::bigint AS n
-          FROM d WHERE NOT EXISTS (SELECT 1 FROM idempotency_events e WHERE e.record_id = d.id AND ${UNROLLED("e")})
-         GROUP BY 1, 2
+        SELECT operation, expires_hour, count(*)::bigint AS n FROM gone GROUP BY 1, 2
       )
       UPDATE record_census c SET count = GREATEST(c.count - counted.n, 0)
         FROM counted WHERE c.operation = counted.operation AND c.expires_hour = counted.expires_hour
       RETURNING c.operation`,
-    values: [deletedJson],
+    values: [`{${ids.join(",")}}`],
   };
 }
+
+// ---------------------------------------------------------------------------
+// Checking: O(records), for cron and on demand.
 
 export interface CensusDrift {
   operation: string;
   expiresHour: Date;
-  /** What the census held, and what it should have held. */
+  /** What the census (with the correction for touched records) said, and what the records say. */
   had: number;
   should: number;
 }
@@ -187,31 +303,67 @@ export interface CensusDrift {
 /** How many records a drift is off by, in all (the sum of the absolute differences). */
 export const driftRecords = (drift: readonly CensusDrift[]) => drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0);
 
-/** The differences between the census and the records, in the caller's snapshot (reads only). */
-const CENSUS_DRIFT_SQL = `WITH truth AS MATERIALIZED (${CENSUS_TRUTH_SQL})
-  SELECT COALESCE(t.operation, c.operation) AS operation, COALESCE(t.expires_hour, c.expires_hour) AS expires_hour,
-         COALESCE(c.count, 0) AS had, COALESCE(t.n, 0) AS should
-    FROM truth t FULL JOIN record_census c ON c.operation = t.operation AND c.expires_hour = t.expires_hour
-   WHERE COALESCE(c.count, 0) <> COALESCE(t.n, 0)
+/** Per operation-hour: the census plus the correction for touched records vs a plain count over the records. */
+const CENSUS_DRIFT_SQL = `WITH truth AS MATERIALIZED (
+    SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, count(*)::bigint AS n FROM idempotency_records r GROUP BY 1, 2
+  ), said AS MATERIALIZED (
+    SELECT operation, expires_hour, sum(n)::bigint AS n FROM (
+      SELECT c.operation, c.expires_hour, c.count AS n FROM record_census c
+      UNION ALL
+      SELECT k.operation, ${CENSUS_HOUR_SQL("k.expires_at")}, k.n FROM (${correctionSql(TOUCHED_SQL)}) k
+    ) x GROUP BY 1, 2
+  )
+  SELECT COALESCE(t.operation, s.operation) AS operation, COALESCE(t.expires_hour, s.expires_hour) AS expires_hour,
+         COALESCE(s.n, 0) AS had, COALESCE(t.n, 0) AS should
+    FROM truth t FULL JOIN said s ON s.operation = t.operation AND s.expires_hour = t.expires_hour
+   WHERE COALESCE(s.n, 0) <> COALESCE(t.n, 0)
    ORDER BY 1, 2`;
 
-const driftRows = (rows: { operation: string; expires_hour: Date; had: bigint | null; should: bigint | null }[]): CensusDrift[] =>
+/** The records whose member differs from them (not counted, gone, moved), touched ones excepted: what a repair applies. */
+const MEMBER_DRIFT_SQL = `SELECT COALESCE(r.id, m.record_id) AS id
+    FROM idempotency_records r FULL JOIN record_census_members m ON m.record_id = r.id
+   WHERE (r.id IS NULL OR m.record_id IS NULL OR r.operation <> m.operation OR ${CENSUS_HOUR_SQL("r.expires_at")} <> m.expires_hour)
+     AND COALESCE(r.id, m.record_id) NOT IN (SELECT t.id FROM (${TOUCHED_SQL}) t WHERE t.id IS NOT NULL)`;
+
+/** The census against the members, per operation-hour (a census row edited by hand). */
+const AGGREGATE_DRIFT_SQL = `WITH m AS MATERIALIZED (
+    SELECT operation, expires_hour, count(*)::bigint AS n FROM record_census_members GROUP BY 1, 2
+  )
+  SELECT COALESCE(m.operation, c.operation) AS operation, COALESCE(m.expires_hour, c.expires_hour) AS expires_hour,
+         COALESCE(c.count, 0) AS had, COALESCE(m.n, 0) AS should
+    FROM m FULL JOIN record_census c ON c.operation = m.operation AND c.expires_hour = m.expires_hour
+   WHERE COALESCE(c.count, 0) <> COALESCE(m.n, 0)`;
+
+type DriftRow = { operation: string; expires_hour: Date; had: bigint | null; should: bigint | null };
+const driftRows = (rows: DriftRow[]): CensusDrift[] =>
   rows.map((r) => ({ operation: r.operation, expiresHour: r.expires_hour, had: Number(r.had ?? 0), should: Number(r.should ?? 0) }));
 
-/**
- * The census's drift, read in one snapshot that the caller opened (REPEATABLE READ): the
- * census, the watermark, the gaps and the records as of one moment, so refreshes and purges
- * in flight (invisible to it, census change and all) never show up as drift. O(records).
- */
-export async function readCensusDrift(session: SqlExecutor): Promise<CensusDrift[]> {
-  return driftRows(await session.query(CENSUS_DRIFT_SQL));
+export interface CensusCheckResult {
+  /** What the overview would have been off by, per operation-hour. */
+  drift: CensusDrift[];
+  /** The records to apply (member ≠ record), and census rows that disagree with their members. */
+  records: bigint[];
+  aggregate: CensusDrift[];
 }
 
 /**
- * Adds drift found in an earlier snapshot as increments, under the refresher's lock (the
- * caller's transaction): whatever refreshes and purges changed since stays theirs.
+ * Everything a check needs, read in one snapshot that the caller opened (REPEATABLE READ):
+ * the census, members, watermarks, gaps and records as of one moment, so refreshes and
+ * purges in flight (invisible to it) never show up as drift. O(records).
  */
-export async function applyCensusDrift(session: SqlExecutor, drift: readonly CensusDrift[]): Promise<void> {
+export async function readCensusDrift(session: SqlExecutor): Promise<CensusCheckResult> {
+  const drift = driftRows(await session.query<DriftRow>(CENSUS_DRIFT_SQL));
+  const records = (await session.query<{ id: bigint }>(MEMBER_DRIFT_SQL)).map((r) => BigInt(r.id));
+  const aggregate = driftRows(await session.query<DriftRow>(AGGREGATE_DRIFT_SQL));
+  return { drift, records, aggregate };
+}
+
+/**
+ * Sets census rows that disagree with their members (read in an earlier snapshot) by the
+ * difference, under the refresher's lock. Only a census row edited by hand needs it: the
+ * refresher and the purge change both in the same statements.
+ */
+export async function applyAggregateDrift(session: SqlExecutor, drift: readonly CensusDrift[]): Promise<void> {
   if (!drift.length) return;
   await session.query(
     `WITH d AS (
@@ -230,16 +382,18 @@ export async function applyCensusDrift(session: SqlExecutor, drift: readonly Cen
 }
 
 /**
- * Sets the census to what it should hold (absolute), under the refresher's lock (the
- * caller's transaction) — for rebuildRollups. Returns the differences it wrote.
+ * Counts every record from scratch (for rebuildRollups, under the refresher's lock): the
+ * members are all records visible now, the census their count per operation-hour, and
+ * the record high-water mark the highest member.
  */
-export async function rewriteCensus(session: SqlExecutor): Promise<CensusDrift[]> {
-  const drift = await readCensusDrift(session);
-  await session.query(
-    `INSERT INTO record_census (operation, expires_hour, count)
-     SELECT x->>'operation', (x->>'expiresHour')::timestamptz, (x->>'should')::bigint FROM jsonb_array_elements($1::jsonb) x
-     ON CONFLICT (operation, expires_hour) DO UPDATE SET count = EXCLUDED.count`,
-    [JSON.stringify(drift.map((d) => ({ operation: d.operation, expiresHour: d.expiresHour.toISOString(), should: d.should })))],
+export async function rewriteCensus(session: SqlExecutor): Promise<void> {
+  await session.exec(`DELETE FROM record_census_members; DELETE FROM record_census;`);
+  await session.exec(
+    `INSERT INTO record_census_members (record_id, operation, expires_hour)
+       SELECT id, operation, ${CENSUS_HOUR_SQL("expires_at")} FROM idempotency_records;
+     INSERT INTO record_census (operation, expires_hour, count)
+       SELECT operation, expires_hour, count(*) FROM record_census_members GROUP BY 1, 2;
+     INSERT INTO rollup_state (name, watermark) SELECT '${RECORDS_STATE}', COALESCE(max(record_id), 0) FROM record_census_members
+       ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, updated_at = now();`,
   );
-  return drift;
 }

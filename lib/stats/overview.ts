@@ -5,7 +5,7 @@ import { describeThresholds, readSideConfig, type StuckThresholds } from "../rec
 import { isoTime, optional, resolveRange } from "../records/params";
 import { paramList } from "../records/row";
 import { REQUEST_KINDS } from "./conflicts";
-import { recordCensusSql, type ExpiryInterval } from "./census";
+import { DEPARTURES_SQL, departureRows, recordCensusSql, type Departure, type ExpiryInterval } from "./census";
 import { eventCountsSql } from "./rollups";
 import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
 
@@ -179,6 +179,11 @@ export interface Overview {
   };
   /** For the filter controls: every operation seen in the events, and up to 100 scopes. */
   known: { operations: string[]; scopes: string[] };
+  /**
+   * The record census's view of the writers (lib/stats/census.ts): what it saw them do outside
+   * the protocol (each followed exactly, or repaired once found), and when the full check last ran.
+   */
+  census: { departures: Departure[]; verifiedAt: Date | null; lastCheckDrift: number | null };
 }
 
 type Params = ReturnType<typeof paramList>;
@@ -325,6 +330,8 @@ export const KNOWN_SCOPES_SQL = `WITH RECURSIVE s AS (
     SELECT (SELECT min(r.scope) FROM idempotency_records r WHERE r.scope > s.scope), s.n + 1 FROM s WHERE s.scope IS NOT NULL AND s.n < 100
   ) SELECT scope FROM s WHERE scope IS NOT NULL`;
 
+export const CENSUS_STATE_SQL = `SELECT s.updated_at AS "verifiedAt", s.watermark AS drift FROM rollup_state s WHERE s.name = 'census_verified'`;
+
 export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0)::bigint AS watermark, s.updated_at AS "refreshedAt",
     (SELECT count(*) FROM idempotency_events e WHERE e.id > COALESCE(s.watermark, 0))::bigint AS lag,
     (SELECT count(*) FROM rollup_gaps)::bigint AS gaps
@@ -398,6 +405,8 @@ export function overviewSql(input: OverviewInput, now: Date, thresholds: StuckTh
     rollup: plain(ROLLUP_STATE_SQL),
     operations: plain(KNOWN_OPERATIONS_SQL),
     scopes: plain(KNOWN_SCOPES_SQL),
+    departures: plain(DEPARTURES_SQL),
+    census: plain(CENSUS_STATE_SQL),
   };
 }
 
@@ -427,6 +436,8 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
     rollup: await q<{ watermark: bigint; refreshedAt: Date | null; lag: bigint; gaps: bigint }>(session, sql.rollup),
     operations: await q<{ operation: string }>(session, sql.operations),
     scopes: await q<{ scope: string }>(session, sql.scopes),
+    departures: await q<{ kind: string; records: bigint; firstSeenAt: Date; lastSeenAt: Date }>(session, sql.departures),
+    census: await q<{ verifiedAt: Date; drift: bigint }>(session, sql.census),
   }));
 
   const totalOf = (name: string) => [...data.totals, ...data.status].reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
@@ -541,5 +552,11 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
       lagSeconds: ageSeconds(now, rollup.refreshedAt),
     },
     known: { operations: data.operations.map((o) => o.operation), scopes: data.scopes.map((s) => s.scope) },
+    census: {
+      departures: departureRows(data.departures),
+      // The row exists from the refresher's first tick; a check has run once its drift is recorded after that.
+      verifiedAt: data.census[0]?.verifiedAt ?? null,
+      lastCheckDrift: data.census[0] ? Number(data.census[0].drift) : null,
+    },
   };
 }

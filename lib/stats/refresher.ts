@@ -1,7 +1,7 @@
 import type { Database } from "../db/client";
 import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
 import { driftRecords } from "./census";
-import { CENSUS_VERIFIED, refreshRollups, verifyRecordCensus, type RefreshResult } from "./rollups";
+import { CENSUS_VERIFIED, refreshRollups, sweepCensus, sweepRecordsFromEnv, verifyRecordCensus, type RefreshResult } from "./rollups";
 
 /**
  * The background rollup refresher of the server process (started by instrumentation.ts,
@@ -10,10 +10,10 @@ import { CENSUS_VERIFIED, refreshRollups, verifyRecordCensus, type RefreshResult
  * or not it runs (the raw remainder is counted meanwhile); it keeps that remainder small,
  * which is what keeps the overview and /api/metrics cheap.
  *
- * - Cheap when idle: one autocommit statement (two index probes) decides whether there is
- *   anything new; only then does it open refreshRollups' transactions. (On the embedded
- *   PGlite, one connection shared with every request, that also keeps its multi-statement
- *   transactions out of the way of requests once the demo data is rolled up.)
+ * - Cheap when idle: one autocommit statement (three index probes) decides whether there is
+ *   anything new (events, gaps, records); only then does it open refreshRollups'
+ *   transactions. Otherwise it only sweeps the next CENSUS_SWEEP_RECORDS records (default
+ *   5,000; 0 = off) for what writers changed without an event (lib/stats/census.ts).
  * - One refresher at a time across processes: a session-level pg_try_advisory_lock — an
  *   instance that does not get it skips the tick instead of queueing behind the one that
  *   did (refreshRollups' own transaction-level lock still serialises any other caller).
@@ -58,6 +58,8 @@ export interface RefresherOptions {
   batchSize?: number;
   /** Seconds between census checks; 0 = none (default: CENSUS_VERIFY_HOURS). */
   censusVerifySeconds?: number;
+  /** Records the census sweep re-checks per tick; 0 = none (default: CENSUS_SWEEP_RECORDS). */
+  sweepRecords?: number;
   log?: Pick<Console, "log" | "warn">;
 }
 
@@ -92,6 +94,7 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
     return database.withSession(async (s) => {
       const [{ due, verifyDue, verifyUnset }] = await s.query<{ due: boolean; verifyDue: boolean | null; verifyUnset: boolean }>(
         `SELECT COALESCE((SELECT max(id) FROM idempotency_events), 0) > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)
+                OR COALESCE((SELECT max(id) FROM idempotency_records), 0) > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'records'), 0)
                 OR EXISTS (SELECT 1 FROM rollup_gaps) AS due,
                 $1::int > 0 AND (SELECT updated_at FROM rollup_state WHERE name = $2) < now() - make_interval(secs => $1::int) AS "verifyDue",
                 NOT EXISTS (SELECT 1 FROM rollup_state WHERE name = $2) AS "verifyUnset"`,
@@ -101,13 +104,16 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
         // The clock starts at the first tick on this database: no O(records) check at boot.
         await s.query(`INSERT INTO rollup_state (name, watermark) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, [CENSUS_VERIFIED]);
       }
-      if (!due && !verifyDue) return { status: "idle" } as const;
+      const sweep = opts.sweepRecords ?? sweepRecordsFromEnv();
+      if (!due && !verifyDue && !sweep) return { status: "idle" } as const;
       const outcome = await withTryAdvisoryLock(s, REFRESHER_LOCK_ID, async (): Promise<TickOutcome> => {
         let refreshed: { result: RefreshResult; ms: number } | null = null;
         if (due) {
           const t = performance.now();
-          const result = await refreshRollups(s, { batchSize: opts.batchSize });
+          const result = await refreshRollups(s, { batchSize: opts.batchSize, sweepRecords: sweep });
           refreshed = { result, ms: Math.round(performance.now() - t) };
+        } else if (sweep) {
+          await sweepCensus(s, sweep);
         }
         let census: CensusCheck | undefined;
         if (verifyDue) {
@@ -116,12 +122,13 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
           census = { driftHours: drift.length, driftRecords: driftRecords(drift), ms: Math.round(performance.now() - t) };
           if (drift.length) {
             log.warn(
-              `rollups: the record census was off by ${census.driftRecords} record(s) in ${drift.length} operation-hour(s) and is repaired — records deleted by something other than the console's purge, inserted without a reserved event, or with a changed expires_at (lib/stats/census.ts)`,
+              `rollups: the record census was off by ${census.driftRecords} record(s) in ${drift.length} operation-hour(s) and is repaired — a writer deleted records or changed their expires_at without any event the refresh could see, and the sweep had not reached them yet (lib/stats/census.ts)`,
             );
           }
         }
         if (refreshed) return { status: "refreshed", ...refreshed, ...(census ? { census } : {}) };
-        return { status: "verified", census: census! };
+        if (census) return { status: "verified", census };
+        return { status: "idle" };
       });
       return outcome ?? ({ status: "locked" } as const);
     });

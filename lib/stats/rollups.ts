@@ -1,6 +1,19 @@
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { paramList } from "../records/row";
-import { applyCensusDrift, CENSUS_REFRESH_CTE, driftRecords, readCensusDrift, rewriteCensus, type CensusDrift } from "./census";
+import {
+  applyAggregateDrift,
+  applyRecords,
+  DEFAULT_SWEEP_RECORDS,
+  driftRecords,
+  readCensusDrift,
+  recordDepartures,
+  RECORDS_STATE,
+  rewriteCensus,
+  SWEEP_STATE,
+  sweepIdsSql,
+  type AppliedChanges,
+  type CensusDrift,
+} from "./census";
 
 /**
  * Rollups of idempotency_events by (operation, scope, kind), kept incrementally from an
@@ -12,12 +25,21 @@ import { applyCensusDrift, CENSUS_REFRESH_CTE, driftRecords, readCensusDrift, re
  * watermark moves: every tier always covers exactly the same events. Buckets are UTC and
  * aligned from the epoch, so a coarse bucket is a whole number of minute buckets and lies
  * inside one chart bucket of any step it divides (lib/stats/overview.ts uses date_bin).
- * A guard trigger (migration 20261130060000_rollup_hours) refuses any other writer.
+ * A guard trigger refuses any other writer of the rollups and the record census.
  *
  * Ids are handed out at INSERT but become visible at COMMIT, so an id below the
  * watermark can appear later (a writer's transaction was still open). Every id
  * missing below the watermark is remembered in rollup_gaps and counted when it
  * shows up; after GAP_GRACE it is taken as rolled back and forgotten.
+ *
+ * One snapshot per refresh transaction. The counts, the gaps it remembers and the
+ * watermark it moves must describe the same set of visible events: read in READ
+ * COMMITTED, each statement sees its own snapshot, and an event committing between the
+ * statement that counts and the one that notes the gaps is neither counted nor
+ * remembered — lost for good (issue 10). So each refresh transaction runs in REPEATABLE
+ * READ, and takes the refresher's advisory lock at the session level BEFORE it begins:
+ * its snapshot is then taken after the previous writer (another refresher, a purge batch,
+ * a census repair) committed, so it sees their work and nothing can change under it.
  *
  * Counts of a range [from, to) are exact at any moment (eventCountsSql, one statement,
  * so one snapshot): the coarsest usable tier for the whole buckets in the middle, the
@@ -30,7 +52,7 @@ import { applyCensusDrift, CENSUS_REFRESH_CTE, driftRecords, readCensusDrift, re
  * Rollups are history: purging old events (retention) does not lower them.
  */
 
-/** The refresher's transaction lock; the purge takes it too, to take purged records out of the census (lib/stats/census.ts). */
+/** The refresher's lock; the purge takes it too, to take purged records out of the census (lib/stats/census.ts). */
 export const ROLLUP_LOCK_ID = 72707371;
 const STATE = "events";
 /** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
@@ -42,46 +64,64 @@ export const ROLLUP_GRAINS = [60, 900, 3600, 86400] as const;
 export const COARSE_GRAINS = ROLLUP_GRAINS.slice(1);
 /**
  * Set for its transaction by the only writers of the rollup tables and the record census
- * (checked by their guard trigger, migration 20261130070000_record_census).
+ * (checked by their guard trigger, migration 20261201010000_census_members).
  */
-export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'census', true)`;
+export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'members', true)`;
+const MAX_BIGINT = 9223372036854775807n;
 
 export interface RefreshResult {
   watermark: bigint;
   eventsCounted: number;
   batches: number;
   gapsOpen: number;
+  /** Records the census counted, moved or took out in this refresh (events, new records and the sweep together). */
+  census: AppliedChanges & { swept: number };
+}
+
+export interface RefreshOptions {
+  /** At most this many event ids (and as many record ids) per transaction (default 50,000). */
+  batchSize?: number;
+  /** Records the sweep re-checks per refresh (default CENSUS_SWEEP_RECORDS or 5,000; 0 = none). */
+  sweepRecords?: number;
+}
+
+export function sweepRecordsFromEnv(env: Record<string, string | undefined> = process.env): number {
+  const n = Number(env.CENSUS_SWEEP_RECORDS ?? DEFAULT_SWEEP_RECORDS);
+  return Number.isInteger(n) && n >= 0 ? n : DEFAULT_SWEEP_RECORDS;
 }
 
 /**
- * Rolls up everything new, in short transactions of at most `batchSize` ids.
- * `session` must be one connection (a transaction spans several statements).
- * One refresher at a time across processes (advisory lock); a second caller
- * waits, then finds little or nothing to do.
+ * Rolls up everything new, in short transactions of at most `batchSize` ids, counts the
+ * records those events and the new records name into the census, then sweeps the next
+ * slice of the table. `session` must be one connection. One refresher at a time across
+ * processes (advisory lock); a second caller waits, then finds little or nothing to do.
  */
-export async function refreshRollups(session: SqlExecutor, opts: { batchSize?: number } = {}): Promise<RefreshResult> {
+export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions = {}): Promise<RefreshResult> {
   const batchSize = BigInt(opts.batchSize ?? 50_000);
+  const sweepRecords = opts.sweepRecords ?? sweepRecordsFromEnv();
   let eventsCounted = 0;
   let batches = 0;
+  const census = { added: 0, moved: 0, gone: 0, swept: 0 };
   for (;;) {
     const batch = await asRollupWriter(session, async () => {
-      await session.query(`INSERT INTO rollup_state (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [STATE]);
-      const [{ watermark }] = await session.query<{ watermark: bigint }>(
-        `SELECT watermark FROM rollup_state WHERE name = $1 FOR UPDATE`,
-        [STATE],
+      await session.query(`INSERT INTO rollup_state (name) VALUES ($1), ($2) ON CONFLICT (name) DO NOTHING`, [STATE, RECORDS_STATE]);
+      const state = await session.query<{ name: string; watermark: bigint }>(`SELECT name, watermark FROM rollup_state WHERE name IN ($1, $2)`, [STATE, RECORDS_STATE]);
+      const watermark = state.find((s) => s.name === STATE)!.watermark;
+      const recordMark = state.find((s) => s.name === RECORDS_STATE)!.watermark;
+      const [{ max, maxRecord }] = await session.query<{ max: bigint | null; maxRecord: bigint | null }>(
+        `SELECT (SELECT max(id) FROM idempotency_events) AS max, (SELECT max(id) FROM idempotency_records) AS "maxRecord"`,
       );
-      const [{ max }] = await session.query<{ max: bigint | null }>(`SELECT max(id) AS max FROM idempotency_events`);
       const upTo = max === null ? watermark : max < watermark + batchSize ? max : watermark + batchSize;
+      const recordsUpTo = maxRecord === null || maxRecord <= recordMark ? recordMark : maxRecord < recordMark + batchSize ? maxRecord : recordMark + batchSize;
 
-      // New events in (watermark, upTo], plus earlier gaps that have become visible,
-      // into every tier at once, and the records they reserved into the census.
+      // New events in (watermark, upTo], plus earlier gaps that have become visible, into every tier at once.
       const [counted] = await session.query<{ n: bigint }>(
         `WITH fresh AS MATERIALIZED (
-           SELECT occurred_at, operation, scope, kind, record_id FROM idempotency_events WHERE id > $1 AND id <= $2
+           SELECT occurred_at, operation, scope, kind FROM idempotency_events WHERE id > $1 AND id <= $2
            UNION ALL
-           SELECT e.occurred_at, e.operation, e.scope, e.kind, e.record_id
+           SELECT e.occurred_at, e.operation, e.scope, e.kind
              FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
-         ), ${CENSUS_REFRESH_CTE}, agg AS (
+         ), agg AS (
            SELECT date_trunc('minute', occurred_at) AS bucket, operation, scope, kind, count(*) AS n
              FROM fresh GROUP BY 1, 2, 3, 4
          ), up AS (
@@ -98,41 +138,98 @@ export async function refreshRollups(session: SqlExecutor, opts: { batchSize?: n
          SELECT COALESCE(sum(n), 0)::bigint AS n FROM agg`,
         [watermark, upTo, COARSE_GRAINS],
       );
+      // The records those events name and the new records (before the gaps they came from are forgotten).
+      const applied = await applyRecords(
+        session,
+        `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > $1 AND e.id <= $2 AND e.record_id IS NOT NULL
+         UNION
+         SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL
+         UNION
+         SELECT r.id FROM idempotency_records r WHERE r.id > $3 AND r.id <= $4`,
+        [watermark, upTo, recordMark, recordsUpTo],
+      );
+      await recordDepartures(session, { expires_moved: applied.moved, deleted_outside: applied.gone });
       await session.query(`DELETE FROM rollup_gaps g USING idempotency_events e WHERE e.id = g.event_id`);
-      // Ids missing in (watermark, upTo]: not committed yet, or never will be.
+      // Ids missing in (watermark, upTo]: not committed yet, or never will be. The sentinel
+      // upTo + 1 closes the range, so ids after the last visible one (a batch ends at
+      // watermark + batchSize, whatever is visible) are gaps too, not skipped.
       await session.query(
         `INSERT INTO rollup_gaps (event_id)
          SELECT generate_series(prev + 1, id - 1) FROM (
-           SELECT id, lag(id, 1, $1::bigint) OVER (ORDER BY id) AS prev
-             FROM idempotency_events WHERE id > $1 AND id <= $2
+           SELECT id, lag(id, 1, $1::bigint) OVER (ORDER BY id) AS prev FROM (
+             SELECT id FROM idempotency_events WHERE id > $1 AND id <= $2
+             UNION ALL
+             SELECT $2::bigint + 1
+           ) ids
          ) t WHERE id - prev > 1
          ON CONFLICT (event_id) DO NOTHING`,
         [watermark, upTo],
       );
       await session.query(`DELETE FROM rollup_gaps WHERE seen_at < now() - make_interval(secs => $1)`, [GAP_GRACE_SECONDS]);
       await session.query(`UPDATE rollup_state SET watermark = $2, updated_at = now() WHERE name = $1`, [STATE, upTo]);
-      return { upTo, counted: Number(counted.n), done: max === null || upTo >= max };
+      await session.query(`UPDATE rollup_state SET watermark = $2, updated_at = now() WHERE name = $1`, [RECORDS_STATE, recordsUpTo]);
+      const done = (max === null || upTo >= max) && (maxRecord === null || recordsUpTo >= maxRecord);
+      return { upTo, counted: Number(counted.n), applied, done };
     });
     eventsCounted += batch.counted;
+    census.added += batch.applied.added;
+    census.moved += batch.applied.moved;
+    census.gone += batch.applied.gone;
     batches++;
     if (batch.done) {
+      if (sweepRecords > 0) census.swept = await sweepCensus(session, sweepRecords);
       const [{ n }] = await session.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM rollup_gaps`);
-      return { watermark: batch.upTo, eventsCounted, batches, gapsOpen: Number(n) };
+      return { watermark: batch.upTo, eventsCounted, batches, gapsOpen: Number(n), census };
     }
   }
 }
 
-/** One transaction under the refresher's lock, as a writer of the rollups and the census (the guard trigger's flag). */
-async function asRollupWriter<T>(session: SqlExecutor, fn: () => Promise<T>): Promise<T> {
-  return inTransaction(session, async () => {
-    await session.query(`SELECT pg_advisory_xact_lock($1)`, [ROLLUP_LOCK_ID]);
-    await session.query(WRITER_FLAG);
-    return fn();
+/**
+ * Re-checks the next `limit` records (and the members in the same id range) against the
+ * census, round the table: what a writer did without an event — a DELETE, an UPDATE of
+ * expires_at, a record committed late — is repaired and reported as a departure.
+ * Returns how many records it re-checked.
+ */
+export async function sweepCensus(session: SqlExecutor, limit: number): Promise<number> {
+  return asRollupWriter(session, async () => {
+    await session.query(`INSERT INTO rollup_state (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [SWEEP_STATE]);
+    const [{ watermark: from }] = await session.query<{ watermark: bigint }>(`SELECT watermark FROM rollup_state WHERE name = $1`, [SWEEP_STATE]);
+    const [{ last, n }] = await session.query<{ last: bigint | null; n: bigint }>(
+      `SELECT max(id) AS last, count(*)::bigint AS n FROM (SELECT id FROM idempotency_records WHERE id >= $1 ORDER BY id LIMIT $2) s`,
+      [from, limit],
+    );
+    // A short slice reached the end of the table: take the members beyond it too, and start again at 0.
+    const end = Number(n) < limit || last === null ? MAX_BIGINT : last + 1n;
+    const applied = await applyRecords(session, sweepIdsSql(), [from, end]);
+    await recordDepartures(session, { found_uncounted: applied.added, expires_moved: applied.moved, deleted_outside: applied.gone });
+    await session.query(`UPDATE rollup_state SET watermark = $2, updated_at = now() WHERE name = $1`, [SWEEP_STATE, end === MAX_BIGINT ? 0n : end]);
+    return Number(n);
   });
 }
 
+/**
+ * One transaction as the writer of the rollups and the census: the refresher's advisory
+ * lock taken at the session level first, then REPEATABLE READ (see the top: the
+ * snapshot must be taken after the lock), with the guard trigger's flag.
+ */
+async function asRollupWriter<T>(session: SqlExecutor, fn: () => Promise<T>): Promise<T> {
+  await session.query(`SELECT pg_advisory_lock($1)`, [ROLLUP_LOCK_ID]);
+  try {
+    return await inTransaction(
+      session,
+      async () => {
+        await session.query(WRITER_FLAG);
+        return fn();
+      },
+      "BEGIN ISOLATION LEVEL REPEATABLE READ",
+    );
+  } finally {
+    await session.query(`SELECT pg_advisory_unlock($1)`, [ROLLUP_LOCK_ID]).catch(() => {});
+  }
+}
+
 /** Throws every tier away and counts everything again (batched, resumable: counts stay exact meanwhile). */
-export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: number } = {}): Promise<RefreshResult> {
+export async function rebuildRollups(session: SqlExecutor, opts: RefreshOptions = {}): Promise<RefreshResult> {
   await asRollupWriter(session, async () => {
     await session.exec(`DELETE FROM event_rollups; DELETE FROM event_rollup_tiers; DELETE FROM rollup_gaps;`);
     await session.query(
@@ -140,35 +237,41 @@ export async function rebuildRollups(session: SqlExecutor, opts: { batchSize?: n
        ON CONFLICT (name) DO UPDATE SET watermark = 0, updated_at = now()`,
       [STATE],
     );
-    // With nothing rolled up, the census holds only the records whose reserved event is
-    // gone (purged events) or never existed; the refreshes below add the rest.
     await rewriteCensus(session);
   });
   return refreshRollups(session, opts);
 }
 
 /**
- * Recounts the record census from the records and repairs it; returns the drift it found:
- * none, unless records were deleted by something other than the console's purge, inserted
- * without a `reserved` event, or had their expires_at changed (lib/stats/census.ts).
- * The O(records) recount reads one REPEATABLE READ snapshot without the refresher's lock
- * (refreshes and purge batches go on meanwhile); only the repair, added as increments,
- * takes it. Records when it last ran (rollup_state 'census_verified').
+ * Recounts the record census from the records and repairs it; returns the drift it found
+ * (per operation-hour, what the overview would have been off by): none, unless a writer
+ * changed records without an event the refresh could see and the sweep has not reached
+ * them yet (lib/stats/census.ts). The O(records) recount reads one REPEATABLE READ
+ * snapshot without the refresher's lock (refreshes and purge batches go on meanwhile);
+ * only the repair — record by record, as they are at that moment — takes it. Records
+ * when it last ran (rollup_state 'census_verified').
  */
 export async function verifyRecordCensus(session: SqlExecutor): Promise<CensusDrift[]> {
-  const drift = await inTransaction(session, () => readCensusDrift(session), SNAPSHOT);
-  await repairRecordCensus(session, drift);
-  return drift;
+  const check = await inTransaction(session, () => readCensusDrift(session), SNAPSHOT);
+  await repairRecordCensus(session, check);
+  return check.drift;
 }
 
-/** Adds drift read in an earlier snapshot to the census as increments, under the refresher's lock (see above). */
-export async function repairRecordCensus(session: SqlExecutor, drift: readonly CensusDrift[]): Promise<void> {
+/** Applies what a check read in an earlier snapshot, under the refresher's lock (see above). */
+export async function repairRecordCensus(
+  session: SqlExecutor,
+  check: { drift: readonly CensusDrift[]; records: readonly bigint[]; aggregate: readonly CensusDrift[] },
+): Promise<void> {
   await asRollupWriter(session, async () => {
-    await applyCensusDrift(session, drift);
+    await applyAggregateDrift(session, check.aggregate);
+    if (check.records.length) {
+      const applied = await applyRecords(session, `SELECT unnest($1::bigint[]) AS id`, [`{${check.records.join(",")}}`]);
+      await recordDepartures(session, { found_uncounted: applied.added, expires_moved: applied.moved, deleted_outside: applied.gone });
+    }
     await session.query(
       `INSERT INTO rollup_state (name, watermark, updated_at) VALUES ($1, $2, now())
        ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, updated_at = now()`,
-      [CENSUS_VERIFIED, driftRecords(drift)],
+      [CENSUS_VERIFIED, driftRecords(check.drift)],
     );
   });
 }

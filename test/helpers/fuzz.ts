@@ -141,9 +141,9 @@ export function parameterText(schema: JsonSchema, hints: Record<string, fc.Arbit
 /**
  * A digest of every business table, in one statement: the writers' tables and
  * the console's own state. Left out: the audit trail (refusals are audited by
- * design), sign-in attempts, the rollups, and the console's stored answers to
- * its own idempotent actions (scope console:*, ADR 0005: an answer, refusals
- * included, is stored under its key).
+ * design), sign-in attempts, the rollups and census, and the console's stored
+ * answers to its own idempotent actions (console_requests, ADR 0009: an answer,
+ * refusals included, is stored under its key).
  */
 export const BUSINESS_TABLES = [
   "idempotency_records",
@@ -164,10 +164,10 @@ export async function businessDigest(sql: SqlExecutor): Promise<Record<string, s
   const present = new Set(
     (await sql.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`)).map((r) => r.name),
   );
-  const parts = BUSINESS_TABLES.filter((t) => present.has(t)).map((t) => {
-    const where = t === "idempotency_records" || t === "idempotency_events" ? `WHERE scope NOT LIKE 'console:%'` : "";
-    return `SELECT '${t}' AS t, count(*)::text || ':' || coalesce(md5(string_agg((to_jsonb(x) - 'last_used_at' - 'last_seen_at')::text, ',' ORDER BY (to_jsonb(x) - 'last_used_at' - 'last_seen_at')::text)), '') AS d FROM ${t} x ${where}`;
-  });
+  const parts = BUSINESS_TABLES.filter((t) => present.has(t)).map(
+    (t) =>
+      `SELECT '${t}' AS t, count(*)::text || ':' || coalesce(md5(string_agg((to_jsonb(x) - 'last_used_at' - 'last_seen_at')::text, ',' ORDER BY (to_jsonb(x) - 'last_used_at' - 'last_seen_at')::text)), '') AS d FROM ${t} x`,
+  );
   const rows = await sql.query<{ t: string; d: string }>(parts.join(" UNION ALL "));
   return Object.fromEntries(rows.map((r) => [r.t, r.d]));
 }

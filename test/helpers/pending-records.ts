@@ -71,7 +71,9 @@ export async function recordRow(db: Pick<Database, "sql">, id: bigint) {
     response_body: string | null;
     response_headers: [string, string][] | null;
     last_error: string | null;
-  }>(`SELECT status, version, provider_reference, response_code, response_body, response_headers, last_error FROM idempotency_records WHERE id = $1`, [id]);
+    resource_type: string | null;
+    resource_id: string | null;
+  }>(`SELECT status, version, provider_reference, response_code, response_body, response_headers, last_error, resource_type, resource_id FROM idempotency_records WHERE id = $1`, [id]);
   return r;
 }
 

@@ -165,6 +165,12 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
   const [outcome, setOutcome] = useState<"completed" | "failed">("completed");
   const [reference, setReference] = useState("");
   const [reason, setReason] = useState("");
+  // What the service created and answered, when the operator knows it (optional): a retry then replays that.
+  const [resourceType, setResourceType] = useState("");
+  const [resourceId, setResourceId] = useState("");
+  const [responseCode, setResponseCode] = useState("");
+  const [responseType, setResponseType] = useState("application/json");
+  const [responseBody, setResponseBody] = useState("");
   const [key, setKey] = useState(newIdempotencyKey);
   const [conflict, setConflict] = useState<Conflict | null>(null);
   const edit = <T,>(set: (v: T) => void) => (v: T) => {
@@ -179,6 +185,11 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
         body: {
           outcome,
           ...(outcome === "completed" ? { providerReference: reference.trim() } : {}),
+          ...(resourceType.trim() ? { resourceType: resourceType.trim() } : {}),
+          ...(resourceId.trim() ? { resourceId: resourceId.trim() } : {}),
+          ...(responseCode.trim()
+            ? { response: { code: Number(responseCode), headers: responseType.trim() ? [["content-type", responseType.trim()]] : [], body: responseBody } }
+            : {}),
           reason: reason.trim(),
           expectedVersion: version,
         },
@@ -196,7 +207,8 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
       setConflict(conflictOf(err));
     },
   });
-  const valid = reason.trim().length >= 3 && (outcome === "failed" || reference.trim().length > 0);
+  const codeOk = !responseCode.trim() || (/^\d{3}$/.test(responseCode.trim()) && (outcome === "completed" ? Number(responseCode) < 400 : Number(responseCode) >= 400));
+  const valid = reason.trim().length >= 3 && (outcome === "failed" || reference.trim().length > 0) && codeOk;
   const submit = (e: FormEvent) => {
     e.preventDefault();
     setConflict(null);
@@ -230,6 +242,47 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
           />
         </label>
       ) : null}
+      <details className="resolve-service-response" data-testid="resolve-service-response">
+        <summary>What the service created and answered (optional)</summary>
+        <p className="subtle">
+          If you know them, a retry of the original request will replay the service&apos;s own answer. Otherwise it replays a small JSON answer made by the console, with a
+          top-level <code>resolution</code> member that marks it as the console&apos;s.
+        </p>
+        <label>
+          Resource type
+          <input type="text" data-testid="resolve-resource-type" value={resourceType} onChange={(e) => edit(setResourceType)(e.target.value)} placeholder="e.g. order" maxLength={200} />
+        </label>
+        <label>
+          Resource id
+          <input type="text" data-testid="resolve-resource-id" value={resourceId} onChange={(e) => edit(setResourceId)(e.target.value)} placeholder="e.g. ord_1042" maxLength={200} />
+        </label>
+        <label>
+          HTTP status the service answered
+          <input
+            type="text"
+            inputMode="numeric"
+            data-testid="resolve-response-code"
+            value={responseCode}
+            onChange={(e) => edit(setResponseCode)(e.target.value)}
+            placeholder={outcome === "completed" ? "e.g. 201" : "e.g. 402"}
+            aria-invalid={!codeOk}
+            maxLength={3}
+          />
+        </label>
+        {!codeOk ? (
+          <p className="field-error" role="alert">
+            {outcome === "completed" ? "A completed record answered below 400." : "A failed record answered 400 or above."}
+          </p>
+        ) : null}
+        <label>
+          Content-Type
+          <input type="text" data-testid="resolve-response-type" value={responseType} onChange={(e) => edit(setResponseType)(e.target.value)} maxLength={200} />
+        </label>
+        <label>
+          Body
+          <textarea data-testid="resolve-response-body" value={responseBody} onChange={(e) => edit(setResponseBody)(e.target.value)} rows={3} maxLength={60000} placeholder='e.g. {"order_id":"ord_1042"}' />
+        </label>
+      </details>
       <label>
         Reason
         <input
