@@ -10,7 +10,8 @@
  *    one allowed to open the PGlite folder);
  * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS);
  * 4. the demo provider's ledger (only when `npm start` runs the local provider service),
- *    the background reconciler and the purge worker (resumes a run a crash left behind).
+ *    the background reconciler, the purge worker (resumes a run a crash left behind)
+ *    and the audit anchor publisher (the chain's head in the log every AUDIT_ANCHOR_MINUTES).
  *    In embedded mode the first refresh runs before requests are served (the demo
  *    data is rolled up while PGlite's one connection is not shared yet); on Postgres
  *    it runs in the background (the first one may have millions of events to do).
