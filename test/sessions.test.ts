@@ -61,7 +61,9 @@ describe("signing out ends the session", () => {
   it("next-auth's own /api/auth/signout ends it too (its signOut event)", async () => {
     // authOptions() checks the production settings when DATABASE_URL is set (the Postgres run).
     vi.stubEnv("NEXTAUTH_URL", "http://127.0.0.1:3000");
-    onTestFinished(() => vi.unstubAllEnvs());
+    onTestFinished(() => {
+      vi.unstubAllEnvs();
+    });
     const u = await newUser(["support"]);
     const options = authOptions({ ip: "192.0.2.7" });
     const token = await options.callbacks!.jwt!({ token: {}, user: { id: String(u.id), email: u.email, roles: ["support"] } as never, account: null, trigger: "signIn" });
