@@ -9,7 +9,8 @@
  *    and filled with demo data and demo users (the server process is the only
  *    one allowed to open the PGlite folder);
  * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS);
- * 4. the demo provider's ledger (only when `npm start` runs the local provider service),
+ * 4. the demo provider's ledger (only when `npm start` runs the local provider service;
+ *    in the embedded demo also its live traffic, lib/demo/live.ts),
  *    the background reconciler, the purge worker (resumes a run a crash left behind)
  *    and the audit anchor publisher (the chain's head in the log every AUDIT_ANCHOR_MINUTES).
  *    In embedded mode the first refresh runs before requests are served (the demo
@@ -45,9 +46,14 @@ export async function register() {
 
   if (process.env.DEMO_PROVIDER === "1") {
     const { seedDemoProvider } = await import("./lib/providers/demo-seed");
+    // The embedded demo's provider answers pending checks later (spread over hours), so the queue does not drain at once.
     await db()
-      .then(seedDemoProvider)
+      .then((database) => seedDemoProvider(database, embedded ? { answersFrom: new Date() } : {}))
       .catch((err) => console.error("demo provider: not seeded:", err instanceof Error ? err.message : err));
+    if (embedded) {
+      const { startDemoLiveTraffic } = await import("./lib/demo/live");
+      startDemoLiveTraffic(db, { providerUrl: process.env.PROVIDER_URL });
+    }
   }
   const { startReconciler } = await import("./lib/reconcile/worker");
   startReconciler(db);

@@ -40,8 +40,9 @@ const OIDC_ENV = {
 };
 
 // No background reconciler in the browser tests: a tick could resolve the pending record a test is
-// working on (the reconciler itself is tested in test/reconcile.test.ts).
-const E2E_ENV = { RECONCILER_INTERVAL_SECONDS: "0", ...OIDC_ENV };
+// working on (the reconciler itself is tested in test/reconcile.test.ts). No live demo traffic
+// either: the tests compare screens with the API (lib/demo/live.ts is tested in test/demo-live.test.ts).
+const E2E_ENV = { RECONCILER_INTERVAL_SECONDS: "0", DEMO_LIVE_SECONDS: "0", ...OIDC_ENV };
 
 export default defineConfig({
   testDir: "e2e",

@@ -1,16 +1,30 @@
 "use client";
 
+/** A page failed while rendering (usually the database): say what to check, offer a retry. */
 export default function ErrorPage({ error, reset }: { error: Error & { digest?: string }; reset: () => void }) {
   return (
-    <div className="error-box" data-testid="page-error">
+    <div className="panel status-page error-page" role="alert" data-testid="page-error">
+      <p className="status-code" aria-hidden>
+        500
+      </p>
       <h1>The console could not load this page</h1>
       <p>
-        The database may be unreachable or not migrated. Check <a href="/api/health">/api/health</a>.
-        {error.digest ? ` (reference ${error.digest})` : null}
+        The database may be unreachable or not migrated: <a href="/api/health">/api/health</a> says which.
+        {error.digest ? (
+          <>
+            {" "}
+            Quote reference <code>{error.digest}</code> when you report it; the server log has the details.
+          </>
+        ) : null}
       </p>
-      <button type="button" onClick={reset}>
-        Try again
-      </button>
+      <p className="status-links">
+        <button type="button" className="primary" onClick={reset}>
+          Try again
+        </button>
+        <a className="button-link" href="/">
+          Overview
+        </a>
+      </p>
     </div>
   );
 }

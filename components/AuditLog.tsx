@@ -3,6 +3,8 @@
 import { useRouter } from "next/navigation";
 import { useCallback, useEffect, useState, type FormEvent } from "react";
 import type { AuditEntryJson, AuditFilterKey, AuditFilterValues } from "@/lib/audit/query";
+import { InstantInput, When } from "@/components/time/When";
+import { ScrollBox } from "@/components/ScrollBox";
 
 type ChainBreak = { id: string; problem: string; detail?: string };
 type ChainResult = { intact: boolean; checked: number; unkeyed: number; anchorsChecked: number; breaks: ChainBreak[]; breakCount: number; lastId: string | null; lastHash: string };
@@ -52,8 +54,6 @@ async function failure(res: Response): Promise<string> {
 }
 
 // The time inputs show and take UTC (the URL keeps ISO 8601 with Z, so shared links mean the same everywhere).
-const isoToInput = (iso?: string) => (iso && !Number.isNaN(Date.parse(iso)) ? new Date(iso).toISOString().slice(0, 16) : (iso ?? ""));
-const inputToIso = (v: string) => (v ? `${v}:00Z` : "");
 
 function compact(value: unknown, max = 60): string {
   const s = typeof value === "string" ? value : JSON.stringify(value);
@@ -195,14 +195,8 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
             <option value="failed">failed</option>
           </select>
         </label>
-        <label>
-          From (UTC)
-          <input type="datetime-local" value={isoToInput(form.from)} onChange={(e) => setForm((f) => ({ ...f, from: inputToIso(e.target.value) }))} />
-        </label>
-        <label>
-          To (UTC)
-          <input type="datetime-local" value={isoToInput(form.to)} onChange={(e) => setForm((f) => ({ ...f, to: inputToIso(e.target.value) }))} />
-        </label>
+        <InstantInput label="From" value={form.from ?? ""} onChange={(iso) => setForm((f) => ({ ...f, from: iso }))} />
+        <InstantInput label="To" value={form.to ?? ""} onChange={(iso) => setForm((f) => ({ ...f, to: iso }))} />
         <div className="audit-filter-actions">
           <button type="submit">Apply</button>
           {filterQuery ? (
@@ -264,12 +258,12 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
         </div>
       ) : null}
 
-      <div className="audit-table-wrap">
+      <ScrollBox label="Audit entries" className="audit-table-wrap">
         <table className="audit-table" data-testid="audit-table">
           <thead>
             <tr>
               <th>#</th>
-              <th>Time (UTC)</th>
+              <th>Time</th>
               <th>Actor</th>
               <th>Action</th>
               <th>Target</th>
@@ -282,8 +276,8 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
             {entries.map((e) => (
               <tr key={e.id} data-testid="audit-row">
                 <td className="num">{e.id}</td>
-                <td className="nowrap" title={e.occurredAt}>
-                  {e.occurredAt.slice(0, 19).replace("T", " ")}
+                <td>
+                  <When iso={e.occurredAt} />
                 </td>
                 <td title={e.actorId ? `${e.actorType} ${e.actorId}` : e.actorType}>{e.actorLabel ?? e.actorType}</td>
                 <td>
@@ -308,7 +302,7 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
             ) : null}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       <div className="audit-more">
         {loading ? <span className="subtle">Loading…</span> : null}
         {!loading && nextCursor ? (

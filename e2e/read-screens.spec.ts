@@ -308,7 +308,12 @@ test("export links appear only with records.export, carrying the screen's filter
   await page.goto("/conflicts");
   await expect(page.getByTestId("export-link")).toHaveAttribute("href", /^\/api\/v1\/export\/conflicts\?from=/);
   hrefs.push(await page.getByTestId("export-link").getAttribute("href"));
+  // The duplicates' first view searches every record still held: its export does too (no range)…
   await page.goto("/duplicates?window=30m");
+  await expect(page.getByTestId("export-link")).toHaveAttribute("href", "/api/v1/export/duplicates?window=30m");
+  hrefs.push(await page.getByTestId("export-link").getAttribute("href"));
+  // …a preset range exports exactly the range shown.
+  await page.goto("/duplicates?range=7d&window=30m");
   await expect(page.getByTestId("export-link")).toHaveAttribute("href", /^\/api\/v1\/export\/duplicates\?from=.*window=30m/);
   hrefs.push(await page.getByTestId("export-link").getAttribute("href"));
   // The export endpoint accepts exactly the filters the screens put in their links.

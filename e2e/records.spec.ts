@@ -75,11 +75,16 @@ test("support: searches a key prefix, opens the record, sees the masked response
   await expect(page.getByTestId("timeline")).toContainText("reserved");
   await expect(page.getByTestId("suspected-duplicates")).toBeVisible();
 
-  // The stored response, masked (the demo responses hold nothing sensitive, so nothing is highlighted here;
-  // the Postgres-only test below plants one that does).
+  // The stored response, masked: the demo's captures hold the customer's email, a client secret and a session
+  // cookie (and some the whole card), highlighted as masked.
   const stored = page.getByTestId("stored-response");
   await expect(stored).toContainText("HTTP 201");
   await expect(stored.getByTestId("masked-body")).toContainText('"status": "captured"');
+  await expect(stored.getByTestId("masked-fields")).toContainText("email");
+  await expect(stored.getByTestId("masked-fields")).toContainText("header:set-cookie");
+  expect(await stored.getByTestId("masked-value").count()).toBeGreaterThanOrEqual(3);
+  await expect(stored.getByTestId("masked-body")).toContainText(/"receipt_email": "\w\*\*\*@/); // the first letter stays
+  await expect(stored.getByTestId("masked-body")).toContainText('"client_secret": "[masked]"');
   await expect(page.getByTestId("revealed-response")).toHaveCount(0);
 
   // Reveal: asks for a reason, POSTs it, shows the response as stored and says it was audited.
@@ -92,6 +97,8 @@ test("support: searches a key prefix, opens the record, sees the masked response
   const revealed = page.getByTestId("revealed-response");
   await expect(revealed).toContainText(/recorded in the audit log \(entry #\d+\)/);
   await expect(revealed.getByTestId("revealed-body")).toContainText('"status": "captured"');
+  await expect(revealed.getByTestId("revealed-body")).toContainText(/"receipt_email": "\w+\.\w+\d*@/); // the customer's email, as stored
+  await expect(revealed.getByTestId("revealed-body")).toContainText(/"client_secret": "pay_\w+_secret_/);
   // The record's own audit trail shows the reveal (refetched after it).
   await expect(page.getByTestId("record-audit").getByTestId("record-audit-row").filter({ hasText: reason })).toContainText("records.reveal");
   await page.screenshot({ path: testInfo.outputPath("record-detail.png"), fullPage: true });

@@ -193,6 +193,20 @@ describe("request", () => {
     expect((await requestComp(approver, { recordId: r.id, kind: "refund", amountMinor: 1, reason: "approver" })).status).toBe(403);
   });
 
+  it("a refund record is not a charge: requesting its refund is a 409 that says so, and nothing is written", async () => {
+    const before = await count("compensations");
+    const [row] = await db.sql.query<{ id: bigint }>(
+      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, resource_type, provider, provider_reference,
+                                        amount_minor, currency, expires_at)
+       VALUES ('tenant:comp', 'refund_payment', $1, repeat('b', 64), 'completed', 201, 'refund', 'mockpay', $2, 500, 'EUR', now() + interval '1 day') RETURNING id`,
+      [randomUUID(), `re_${randomBytes(6).toString("hex")}`],
+    );
+    const res = await requestComp(operator, { recordId: row.id.toString(), kind: "refund", amountMinor: 100, reason: "refund the refund?" });
+    expect(res.status).toBe(409);
+    expect((await json(res)).detail).toMatch(/is a refund \(refund_payment\)/);
+    expect(await count("compensations")).toBe(before);
+  });
+
   it("concurrent requests that together exceed the amount: only those that fit succeed", async () => {
     const r = await plant({ amountMinor: 1000n });
     const answers = await Promise.all(
@@ -398,6 +412,11 @@ describe("listing", () => {
     const all = await json(await call(listRoute, `/api/v1/compensations?state=requested&limit=200`, viewer.token));
     expect(all.items.every((i: { state: string }) => i.state === "requested")).toBe(true);
     expect((await call(listRoute, `/api/v1/compensations?state=bogus`, viewer.token)).status).toBe(400);
+    // Counts per state for the screen's tabs, whatever the filter: equal to the table.
+    const truth = await db.sql.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM compensations GROUP BY state`);
+    expect(truth.length).toBeGreaterThan(1);
+    for (const t of truth) expect(page1.counts[t.state], t.state).toBe(t.n);
+    expect(Object.values(page1.counts as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(truth.reduce((a, t) => a + t.n, 0));
   });
 
   it("the audit chain is intact after all of it", async () => {

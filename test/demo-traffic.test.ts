@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { bulkGenerate, type BulkResult } from "@/lib/demo/bulk";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
+import { maskResponse } from "@/lib/records/mask";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 
 /**
@@ -256,6 +257,26 @@ describe("demo traffic (through the protocol library)", () => {
     expect(total("payment.captured", "sent")).toBeGreaterThan(total("payment.captured") * 0.8);
     expect(await count(db.sql, `SELECT 1 FROM outbox_messages o JOIN idempotency_records r ON r.id = o.record_id WHERE r.status <> 'completed'`)).toBe(0);
     expect(await count(db.sql, `SELECT 1 FROM outbox_messages WHERE status = 'sent' AND (sent_at IS NULL OR sent_at < created_at)`)).toBe(0);
+  });
+
+  it("stored responses hold what masking is for: customers' emails, card numbers, client secrets and session cookies", async () => {
+    const rows = await db.sql.query<{ operation: string; response_code: number; response_headers: [string, string][]; response_body: string }>(
+      `SELECT operation, response_code, response_headers, response_body FROM idempotency_records
+        WHERE status = 'completed' AND operation IN ('capture_payment', 'create_order')`,
+    );
+    const fired = new Map<string, Set<string>>();
+    for (const r of rows) {
+      const rules = fired.get(r.operation) ?? new Set<string>();
+      for (const m of maskResponse({ code: r.response_code, headers: r.response_headers, body: r.response_body }).masked) rules.add(m.rule);
+      fired.set(r.operation, rules);
+    }
+    expect([...fired.get("capture_payment")!].sort()).toEqual(["card", "email", "header:set-cookie", "key:clientsecret", "key:cvc"]);
+    expect([...fired.get("create_order")!].sort()).toEqual(["email", "header:set-cookie"]);
+    // A third or so of the captures echo the whole card (a legacy checkout); every card number is Luhn-valid.
+    const echoed = rows.filter((r) => r.operation === "capture_payment" && /"number":"[\d ]{15,19}"/.test(r.response_body)).length;
+    const captures = rows.filter((r) => r.operation === "capture_payment").length;
+    expect(echoed / captures).toBeGreaterThan(0.2);
+    expect(echoed / captures).toBeLessThan(0.5);
   });
 
   it("bulk rows go next to the demo traffic without a single key collision", async () => {

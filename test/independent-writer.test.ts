@@ -123,8 +123,8 @@ describe.runIf(usingPostgres && (hasPhp || process.env.CI))("an independent PHP 
     expect(o.records.byStatus.pending).toBe(did.pending);
     expect(o.records.byStatus.failed).toBe(did.failed);
     expect(o.records.byStatus.completed).toBe(did.completed);
-    // The census followed the moved expiries (counted where they are now, and reported).
-    expect(o.census.departures.find((d) => d.kind === "expires_moved")?.records ?? 0).toBeGreaterThan(0);
+    // (Whether a move is also listed as a departure depends on whether a refresh counted the record
+    // before its replay moved it — timing; test/record-census.test.ts checks the reporting.)
 
     // npm run stats -- verify: nothing to repair.
     const verify = spawnSync(path.join(ROOT, "node_modules/.bin/tsx"), ["scripts/stats.ts", "verify"], { cwd: ROOT, env: { ...process.env, DATABASE_URL: db.url }, encoding: "utf8" });

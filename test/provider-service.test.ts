@@ -247,6 +247,29 @@ describe("lookup", () => {
   });
 });
 
+describe("answers later", () => {
+  it("a final outcome with answerAt is 'processing' until then, then the outcome; a malformed answerAt changes nothing", async () => {
+    const soon = new Date(Date.now() + 1500).toISOString();
+    await provider.control.seedRequests([
+      { requestId: "late_ok", status: "succeeded", amountMinor: 700n, currency: "EUR", answerAt: soon },
+      { requestId: "late_no", status: "failed", reason: "do_not_honor", answerAt: soon },
+      { requestId: "past_ok", status: "succeeded", amountMinor: 5n, currency: "EUR", answerAt: new Date(Date.now() - 1000).toISOString() },
+    ]);
+    expect(await adapter.lookup("late_ok")).toEqual({ status: "unknown", reason: expect.stringMatching(/processing/) });
+    expect(await adapter.lookup("late_no")).toEqual({ status: "unknown", reason: expect.stringMatching(/processing/) });
+    expect(await adapter.lookup("past_ok")).toMatchObject({ status: "succeeded", amountMinor: 5n });
+    expect((await provider.control.state()).requests.find((r) => r.requestId === "late_ok")).toMatchObject({ status: "succeeded", answerAt: soon });
+    await new Promise((r) => setTimeout(r, 1600));
+    expect(await adapter.lookup("late_ok")).toEqual({ status: "succeeded", reference: chargeIdForRequest("late_ok"), amountMinor: 700n, currency: "EUR" });
+    expect(await adapter.lookup("late_no")).toEqual({ status: "failed", reason: "do_not_honor" });
+
+    const before = await provider.control.state();
+    await expect(provider.control.seedRequests([{ requestId: "x1", status: "succeeded", answerAt: "tomorrow" }])).rejects.toThrow(/400.*answerAt/);
+    await expect(provider.control.seedRequests([{ requestId: "x2", status: "unknown", answerAt: soon }])).rejects.toThrow(/400.*answerAt/);
+    expect(await provider.control.state()).toEqual(before);
+  });
+});
+
 describe("persistence (--data)", () => {
   it("keeps charges, refunds and idempotency keys across a restart, in a file replaced atomically", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "provider-data-"));

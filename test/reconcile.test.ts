@@ -496,6 +496,25 @@ describe("bulk check (POST /api/v1/reconcile)", () => {
     expect(out.summary).toEqual({ rescheduled: 1, refused: 1 });
   });
 
+  it("a row that cannot be checked says why (nothing to ask the provider: no request id), not that the record changed", async () => {
+    const rec = await pendingRecord(db);
+    await provider.control.seedRequests([{ requestId: rec.requestId, status: "unknown" }]);
+    const stuck = await stuckRecord(db);
+    const [before] = await db.sql.query<{ version: number; updated_at: Date }>(`SELECT version, updated_at FROM idempotency_records WHERE id = $1`, [stuck.id]);
+    const res = await bulk({ recordIds: [String(rec.id), String(stuck.id)], confirm: "check 2 records", reason: "sweep" });
+    const out = await json(res);
+    expect(out.outcomes[1]).toMatchObject({
+      ok: false,
+      error: { status: 409, title: "Nothing to ask the provider", cause: "no_provider_request", detail: expect.stringMatching(/names no provider request id/) },
+    });
+    expect(out.summary).toEqual({ rescheduled: 1, nothing_to_check: 1 });
+    // Nothing changed on it.
+    expect(await db.sql.query(`SELECT version, updated_at FROM idempotency_records WHERE id = $1`, [stuck.id])).toEqual([before]);
+    // The single-record check answers the same problem type.
+    const one = await check(stuck.id);
+    expect(await json(one)).toMatchObject({ status: 409, title: "Nothing to ask the provider", cause: "no_provider_request" });
+  });
+
   it("by filter: a dry run tells the count and the text; the check takes the oldest first, at most 100", async () => {
     const scope = `tenant:bulk-${randomUUID().slice(0, 8)}`;
     const recs = await Promise.all(Array.from({ length: 5 }, () => pendingRecord(db, { scope })));

@@ -197,6 +197,23 @@ describe("record detail", () => {
     expect(withItem.response).toBeNull();
   });
 
+  it("says which actions can work on the record, and why not: check with provider, compensation", async () => {
+    const stuck = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE status = 'processing' AND provider_request_id IS NULL ORDER BY created_at LIMIT 1`);
+    const pending = await db.sql.query<{ record_id: bigint }>(`SELECT record_id FROM reconciliation_items WHERE state = 'open' LIMIT 1`);
+    const refund = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE operation = 'refund_payment' AND status = 'completed' LIMIT 1`);
+    const capture = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE operation = 'capture_payment' AND status = 'completed' LIMIT 1`);
+    const detail = (id: bigint) => recordDetail(db.sql, id, { bodyAccess: "none" });
+    expect((await detail(stuck[0].id)).checkWithProvider).toMatchObject({ allowed: false, cause: "no_provider_request", reason: expect.stringMatching(/resolve it by hand/) });
+    expect((await detail(pending[0].record_id)).checkWithProvider).toEqual({ allowed: true, cause: null, reason: null });
+    const done = await detail(capture[0].id);
+    expect(done.checkWithProvider).toMatchObject({ allowed: false, cause: "not_open" });
+    expect(done.compensation).toEqual({ allowed: true, reason: null });
+    expect((await detail(refund[0].id)).compensation).toMatchObject({ allowed: false, reason: expect.stringMatching(/is a refund/) });
+    // A processing record that is not stuck yet (its worker may still be running).
+    const fresh = await new IdempotencyStore(db.prisma).begin({ scope: "tenant:fresh", operation: "capture_payment", key: "fresh-1", payload: {}, providerRequestId: "req_fresh" });
+    expect((await detail(fresh.record.id)).checkWithProvider).toMatchObject({ allowed: false, cause: "not_stuck_yet" });
+  });
+
   it("a viewer without records.read_body gets no response headers or body at all (nor outbox payloads)", async () => {
     const { token } = await tokenFor(db, ["viewer"]);
     const res = await call((await detailRoute()).GET, `/api/v1/records/${secretId}`, token, {}, idParams(secretId));

@@ -3,7 +3,8 @@ import { provideDatabase } from "@/lib/db/client";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
-import { findDuplicates, type DuplicatesInput } from "@/lib/records/duplicates";
+import { duplicatesOfRecord, findDuplicates, type DuplicatesInput } from "@/lib/records/duplicates";
+import { recordColumns, type RecordSummary } from "@/lib/records/row";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 
@@ -110,6 +111,34 @@ describe("duplicate-charge finder", () => {
     expect(limited.clusters).toHaveLength(1);
   });
 
+  it("a record's page lists its whole cluster, as /duplicates groups it: clicks 8 minutes apart chain past the window", async () => {
+    const t0 = new Date("2026-11-28T08:00:00.000Z").getTime();
+    const ids: bigint[] = [];
+    for (const [k, s] of [0, 480, 960].entries()) {
+      const r = await new IdempotencyStore(db.prisma, { clock: () => new Date(t0 + s * 1000) }).begin({
+        scope: "tenant:chain", operation: "capture_payment", key: `chain-${k}`, payload: { cart: 7 }, amountMinor: 1999, currency: "EUR",
+      });
+      if (r.outcome !== "owner") throw new Error("setup");
+      ids.push(r.record.id);
+    }
+    const [first] = await db.sql.query<RecordSummary>(`SELECT ${recordColumns("r")} FROM idempotency_records r WHERE id = $1`, [ids[0]]);
+    const dups = await duplicatesOfRecord(db.sql, first);
+    expect(dups.map((d) => d.id)).toEqual([ids[1], ids[2]]);
+    expect(dups[0]).toMatchObject({ basis: ["payload_hash"], secondsApart: 480 });
+    expect(dups[0].via).toBeUndefined();
+    expect(dups[1]).toMatchObject({ basis: ["payload_hash"], secondsApart: 960, via: ids[1] });
+
+    // Every cluster of the duplicates screen, seen from each of its records' pages: the same records.
+    const all = await findDuplicates(db.sql, { limit: 500 });
+    expect(all.clusters.length).toBeGreaterThan(3);
+    for (const c of all.clusters) {
+      for (const member of c.records) {
+        const others = (await duplicatesOfRecord(db.sql, member)).map((d) => d.id).sort();
+        expect(others, `record ${member.id}`).toEqual(c.records.map((r) => r.id).filter((id) => id !== member.id).sort());
+      }
+    }
+  });
+
   it("after bulk volume, equals a brute-force comparison over the raw table", async () => {
     const bulk = await bulkGenerate(db.sql, { records: 4000, seed: 5, days: 14, now });
     expect(bulk.doubleSubmits).toBeGreaterThan(0);
@@ -129,6 +158,39 @@ describe("duplicate-charge finder", () => {
     // The bulk generator's second submissions are among them.
     const bulkPairs = r.clusters.filter((c) => c.records.every((x) => x.idempotencyKey.startsWith("bulk-5-")));
     expect(bulkPairs.length).toBe(bulk.doubleSubmits);
+  });
+});
+
+describe("the keys' whole lifetime (no range given)", () => {
+  it("searches every record still held, from the oldest one, and finds every planted double charge however old", async () => {
+    const [{ oldest }] = await db.sql.query<{ oldest: Date }>(`SELECT min(created_at) AS oldest FROM idempotency_records`);
+    const r = await findDuplicates(db.sql, {});
+    expect(r.lifetime).toBe(true);
+    expect(r.from.getTime()).toBe(new Date(oldest).getTime());
+    expect(r.to.getTime()).toBeGreaterThan(now.getTime());
+    // Every planted pair, the oldest (days back) included — a week's range would miss some.
+    const found = r.clusters.map((c) => c.records.map((x) => x.id.toString()).join("+"));
+    for (const pair of planted()) expect(found).toContain(pair);
+    const weekAgo = now.getTime() - 7 * 86_400_000;
+    expect(demo.doubleSubmits.some((p) => Date.parse(p.createdAt[0]) < weekAgo), "the demo plants pairs older than a week").toBe(true);
+    // Scoped: from that scope's oldest record.
+    const scope = demo.doubleSubmits[0].scope;
+    const [{ oldestInScope }] = await db.sql.query<{ oldestInScope: Date }>(`SELECT min(created_at) AS "oldestInScope" FROM idempotency_records WHERE scope = $1`, [scope]);
+    const scoped = await findDuplicates(db.sql, { scope });
+    expect(scoped.from.getTime()).toBe(new Date(oldestInScope).getTime());
+    expect(scoped.clusters.every((c) => c.scope === scope)).toBe(true);
+    expect(scoped.clusters.length).toBe(r.clusters.filter((c) => c.scope === scope).length);
+  });
+
+  it("the API answers lifetime: true without from/to, and takes a range of any length for one scope", async () => {
+    const route = await import("@/app/api/v1/duplicates/route");
+    const { token } = await tokenFor(db, ["support"]);
+    const all = await json(await call(route.GET, `/api/v1/duplicates`, token));
+    expect(all.lifetime).toBe(true);
+    expect(all.clusters.length).toBeGreaterThanOrEqual(planted().length);
+    const ranged = await call(route.GET, `/api/v1/duplicates?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z&scope=${encodeURIComponent(demo.doubleSubmits[0].scope)}`, token);
+    expect(ranged.status).toBe(200);
+    expect((await json(ranged)).lifetime).toBe(false);
   });
 });
 

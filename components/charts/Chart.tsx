@@ -39,15 +39,18 @@ export interface ChartProps<Row extends Record<string, unknown>> {
   title: string;
   yFormat?: (value: number) => string;
   testId?: string;
+  /** What to say instead of an empty axis when there is nothing to draw (no rows, or every value 0). */
+  emptyText?: string;
 }
 
 const PALETTE = ["#2457d6", "#1f7a3a", "#c0362c", "#b26b00", "#a3159f", "#0e7c86", "#6b4fd8", "#7a7a7a"];
 
-export function Chart<Row extends Record<string, unknown>>({ kind, rows, x, series, height = 240, title, yFormat, testId }: ChartProps<Row>) {
-  if (rows.length === 0) {
+export function Chart<Row extends Record<string, unknown>>({ kind, rows, x, series, height = 240, title, yFormat, testId, emptyText = "No data in this range" }: ChartProps<Row>) {
+  const nothing = rows.length === 0 || series.length === 0 || rows.every((r) => series.every((s) => !Number(r[s.key] ?? 0)));
+  if (nothing) {
     return (
-      <div className="chart-empty" role="img" aria-label={`${title}: no data in this range`} data-testid={testId}>
-        No data in this range
+      <div className="chart-empty" role="img" aria-label={`${title}: ${emptyText}`} data-testid={testId} data-empty="true">
+        {emptyText}
       </div>
     );
   }

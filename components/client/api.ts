@@ -54,8 +54,3 @@ export async function apiFetch<T>(url: string, init: { method?: string; body?: u
 export function newIdempotencyKey(): string {
   return crypto.randomUUID();
 }
-
-/** Timestamps the same on server and client (no hydration mismatch): "2026-12-01 14:03 UTC". */
-export function formatTime(iso: string | null | undefined): string {
-  return iso ? `${iso.slice(0, 16).replace("T", " ")} UTC` : "—";
-}

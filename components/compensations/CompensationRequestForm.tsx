@@ -1,6 +1,7 @@
 "use client";
 
 import { useQueryClient } from "@tanstack/react-query";
+import { useTouched } from "@/components/client/use-touched";
 import Link from "next/link";
 import { useState, type FormEvent } from "react";
 import { apiFetch } from "@/components/client/api";
@@ -47,6 +48,7 @@ export function CompensationRequestForm({
   const intent = useIntentKey();
   const [kind, setKind] = useState<(typeof KINDS)[number]["value"]>("refund");
   const [amount, setAmount] = useState(remainingMinor.toString());
+  const touched = useTouched();
   const [reason, setReason] = useState(initialReason);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -111,12 +113,16 @@ export function CompensationRequestForm({
           data-testid="compensation-amount"
           inputMode="numeric"
           value={amount}
-          onChange={(e) => setAmount(e.target.value)}
-          aria-invalid={!amountOk || tooMuch}
+          onChange={(e) => {
+            setAmount(e.target.value);
+            touched.touch("amount");
+          }}
+          onBlur={touched.onBlur("amount")}
+          aria-invalid={touched.invalid("amount", !amountOk || tooMuch)}
           aria-describedby="comp-amount-shown"
         />
       </label>
-      <p id="comp-amount-shown" className={tooMuch || !amountOk ? "form-error" : "subtle"}>
+      <p id="comp-amount-shown" className={touched.invalid("amount", tooMuch || !amountOk) ? "form-error" : "subtle"}>
         {!amountOk
           ? "Enter a whole number of minor units greater than 0 (e.g. 1250 for 12.50)."
           : tooMuch

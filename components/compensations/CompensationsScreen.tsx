@@ -5,7 +5,8 @@ import { useMemo, useState } from "react";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, type ActionMessage } from "@/components/client/use-action";
-import { EmptyState, ErrorState, retryServerErrors, SkeletonRows, Tabs, toQuery, useUrlFilters } from "@/components/queue/read-ui";
+import { EmptyState, ErrorState, fmtInt, retryServerErrors, SkeletonRows, Tabs, toQuery, useUrlFilters } from "@/components/queue/read-ui";
+import { whoCan } from "@/lib/auth/permissions";
 import { CompensationsTable } from "./CompensationsTable";
 import type { CompensationPage } from "./shared";
 
@@ -53,7 +54,23 @@ export function CompensationsScreen({ canApprove, canRequest }: { canApprove: bo
     <div className="rs-screen comp-screen" data-testid="compensations-screen">
       <Tabs
         label="Compensation state"
-        tabs={TABS.map((t) => ({ value: t, label: TAB_LABEL[t] }))}
+        tabs={TABS.map((t) => {
+          const counts = query.data?.pages[0]?.counts;
+          const n = counts ? (t === "all" ? Object.values(counts).reduce((a, b) => a + (b ?? 0), 0) : (counts[t] ?? 0)) : null;
+          return {
+            value: t,
+            label: (
+              <>
+                {TAB_LABEL[t]}
+                {n !== null ? (
+                  <span className="rs-count" data-testid={`count-${t}`}>
+                    {fmtInt(n)}
+                  </span>
+                ) : null}
+              </>
+            ),
+          };
+        })}
         value={tab}
         onChange={(t) => {
           setLast(null);
@@ -63,10 +80,10 @@ export function CompensationsScreen({ canApprove, canRequest }: { canApprove: bo
       <p className="subtle" data-testid="compensations-hint">
         {canApprove
           ? "You may approve or reject compensations other people requested; approving executes it at the provider at once."
-          : "Approving needs the permission compensations.approve (the approver role)."}{" "}
+          : `Approving needs the permission compensations.approve (${whoCan("compensations.approve")}).`}{" "}
         {canRequest
           ? "Request one from a completed record's page, or hand a double charge over from Duplicate charges."
-          : "Requesting one needs the permission compensations.request (the operator role)."}
+          : `Requesting one needs the permission compensations.request (${whoCan("compensations.request")}).`}
       </p>
       <ActionNotice message={last} testId="compensations-outcome" />
       <div id="tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`}>

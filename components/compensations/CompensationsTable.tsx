@@ -1,10 +1,11 @@
 "use client";
 
 import Link from "next/link";
-import { RelativeTime, useNow } from "@/components/queue/read-ui";
+import { When, useNow } from "@/components/queue/read-ui";
 import { formatMoney } from "@/components/records/ui";
 import { CompensationActions, type OnCompensationChanged } from "./CompensationActions";
 import { StateBadge, type CompensationJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * Compensations as a table: record (optional), kind and amount, state, who asked
@@ -22,7 +23,7 @@ export function CompensationsTable({
 }) {
   const now = useNow();
   return (
-    <div className="table-wrap">
+    <ScrollBox label="Compensations">
       <table className="data-table comp-table">
         <thead>
           <tr>
@@ -77,7 +78,7 @@ export function CompensationsTable({
                 <span className="who-email">{c.requestedByLabel}</span>
                 {c.requestedByYou ? <span className="subtle"> (you)</span> : null}
                 <div className="subtle comp-sub">
-                  <RelativeTime iso={c.requestedAt} now={now} />
+                  <When iso={c.requestedAt} now={now} />
                 </div>
               </td>
               <td>
@@ -85,7 +86,7 @@ export function CompensationsTable({
                   <>
                     <span className="who-email">{c.decidedByLabel}</span>
                     <div className="subtle comp-sub">
-                      <RelativeTime iso={c.decidedAt} now={now} />
+                      <When iso={c.decidedAt} now={now} />
                     </div>
                     {c.decisionReason ? (
                       <div className="comp-reason" title={c.decisionReason}>
@@ -105,7 +106,7 @@ export function CompensationsTable({
                     {c.attempts} attempt{c.attempts === 1 ? "" : "s"}
                     {c.lastAttemptAt ? (
                       <>
-                        , last <RelativeTime iso={c.lastAttemptAt} now={now} />
+                        , last <When iso={c.lastAttemptAt} now={now} />
                       </>
                     ) : null}
                   </>
@@ -128,6 +129,6 @@ export function CompensationsTable({
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollBox>
   );
 }

@@ -10,6 +10,8 @@ export interface CompensationPage {
   items: CompensationJson[];
   nextCursor: string | null;
   limit: number;
+  /** Compensations per state, for the tabs. */
+  counts?: Partial<Record<CompensationJson["state"], number>>;
 }
 
 export const STATE_LABEL: Record<CompensationJson["state"], string> = {

@@ -9,14 +9,13 @@ import {
   EmptyState,
   ErrorState,
   ExportLink,
-  fmtAbsolute,
   fmtInt,
   fmtPercent,
   Mono,
   onRowKeyDown,
   pageSize,
   RangePicker,
-  RelativeTime,
+  When,
   resolveRange,
   retryServerErrors,
   SkeletonBlock,
@@ -28,6 +27,8 @@ import {
   useUrlFilters,
   OperationScopeFilters,
 } from "@/components/queue/read-ui";
+import { bucketLabeller } from "@/components/time/format";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /** GET /api/v1/conflicts as JSON. */
 interface ConflictsResponse {
@@ -60,8 +61,8 @@ const DEFAULT_RANGE = "7d";
 const DAY_MS = 86_400_000;
 const PAGE_SIZE = 50;
 
-const hourLabel = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZone: "UTC" });
-const dayLabel = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", timeZone: "UTC" });
+const hourLabel = bucketLabeller(3600, Infinity);
+const dayLabel = bucketLabeller(86_400, Infinity);
 
 type PageParam = { cursor: string; from: string; to: string } | null;
 
@@ -123,7 +124,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
     () =>
       first
         ? first.trend.map((t) => ({
-            label: (first.bucket === "hour" ? hourLabel : dayLabel).format(new Date(t.bucket)),
+            label: (first.bucket === "hour" ? hourLabel : dayLabel)(t.bucket),
             ...Object.fromEntries(chartOps.map((op) => [op, t.counts[op] ?? 0])),
           }))
         : [],
@@ -192,6 +193,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
             x="label"
             series={chartOps.map((op) => ({ key: op, label: op }))}
             title={`Conflicts per ${first.bucket} (UTC) by operation`}
+            emptyText="No conflicts in this range: no key was reused with a different payload."
             yFormat={(v) => fmtInt(v)}
             testId="conflicts-trend"
           />
@@ -204,7 +206,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
               {first.rates.length === 0 ? (
                 <EmptyState title="No requests in this range." />
               ) : (
-                <div className="rs-table-wrap">
+                <ScrollBox label="Conflicts per operation" className="rs-table-wrap">
                   <table className="rs-table" data-testid="rates-table">
                     <thead>
                       <tr>
@@ -229,7 +231,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
                       ))}
                     </tbody>
                   </table>
-                </div>
+                </ScrollBox>
               )}
             </section>
 
@@ -242,7 +244,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
                   No key was reused with a different payload{params.operation || params.scope ? " for these filters" : ""}.
                 </EmptyState>
               ) : (
-                <div className="rs-table-wrap">
+                <ScrollBox label="Conflicts per key" className="rs-table-wrap">
                   <table className="rs-table" data-testid="groups-table">
                     <thead>
                       <tr>
@@ -282,7 +284,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
                             </td>
                             <td className="num">{fmtInt(g.keys)}</td>
                             <td className="nowrap">
-                              <RelativeTime iso={g.lastAt} now={now} />
+                              <When iso={g.lastAt} now={now} />
                             </td>
                             <td>
                               {active ? (
@@ -298,7 +300,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
                       })}
                     </tbody>
                   </table>
-                </div>
+                </ScrollBox>
               )}
             </section>
           </div>
@@ -311,7 +313,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
             {events.length === 0 ? (
               <EmptyState title="No conflicting requests." />
             ) : (
-              <div className="rs-table-wrap">
+              <ScrollBox label="Conflict events" className="rs-table-wrap">
                 <table className="rs-table" data-testid="events-table">
                   <caption className="sr-only">Each request that reused a key with another payload: the stored hash and the one received.</caption>
                   <thead>
@@ -328,7 +330,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
                     {events.map((e, n) => (
                       <tr key={e.id} data-row {...eventRows(n)} onKeyDown={onRowKeyDown} data-testid="conflict-event" data-id={e.id}>
                         <td className="nowrap">
-                          <RelativeTime iso={e.occurredAt} now={now} />
+                          <When iso={e.occurredAt} now={now} />
                         </td>
                         <td>{e.operation}</td>
                         <td>{e.scope}</td>
@@ -351,14 +353,12 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </ScrollBox>
             )}
             <div className="rs-more">
               <span className="subtle">
                 {fmtInt(events.length)} of {fmtInt(first.total)} shown ·{" "}
-                <span title={`${fmtAbsolute(first.from)} – ${fmtAbsolute(first.to)}`}>
-                  {new Date(first.from).toLocaleString()} – {new Date(first.to).toLocaleString()}
-                </span>
+                <When iso={first.from} age={false} seconds={false} /> – <When iso={first.to} age={false} seconds={false} />
               </span>
               {query.hasNextPage ? (
                 <button type="button" data-testid="load-more" disabled={query.isFetchingNextPage} onClick={() => void query.fetchNextPage()}>

@@ -2,6 +2,8 @@
 
 import type { Jsonified } from "@/lib/api/json";
 import type { RecordSummary } from "@/lib/records/row";
+import { whoCan } from "@/lib/auth/permissions";
+import { compensability } from "@/lib/compensations/compensable";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
 import { apiFetch } from "@/components/client/api";
@@ -10,14 +12,13 @@ import {
   EmptyState,
   ErrorState,
   ExportLink,
-  fmtAbsolute,
   fmtDuration,
   fmtInt,
   fmtMoney,
   Mono,
   onRowKeyDown,
   RangePicker,
-  RelativeTime,
+  When,
   resolveRange,
   retryServerErrors,
   SkeletonRows,
@@ -50,6 +51,8 @@ interface ClusterJson {
 interface DuplicatesResponse {
   from: string;
   to: string;
+  /** Every record still held was searched (no range asked for). */
+  lifetime: boolean;
   windowSeconds: number;
   bases: Basis[];
   clusters: ClusterJson[];
@@ -57,8 +60,9 @@ interface DuplicatesResponse {
 }
 
 const FILTER_KEYS = ["range", "from", "to", "window", "scope", "operation", "basis"] as const;
-const RANGES = ["24h", "7d", "30d"];
-const DEFAULT_RANGE = "7d";
+// The question is asked about a customer, not a week: by default every record still held.
+const RANGES = ["all", "24h", "7d", "30d"];
+const DEFAULT_RANGE = "all";
 const WINDOWS = ["1m", "2m", "5m", "10m", "30m", "1h", "6h", "24h"];
 const DEFAULT_WINDOW = "10m";
 
@@ -89,7 +93,7 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
   const query = useQuery({
     queryKey: queryKeys.duplicates.list(params),
     queryFn: () => {
-      // A preset range ends now, when the query runs (the URL keeps "the last 7 days").
+      // A preset range ends now, when the query runs (the URL keeps "the last 7 days"); "all" sends none.
       const { from, to } = resolveRange({ range: params.range ?? "", from: params.from ?? "", to: params.to ?? "" }, DEFAULT_RANGE);
       return apiFetch<DuplicatesResponse>(
         `/api/v1/duplicates?${toQuery({ from, to, window: params.window, scope: params.scope, operation: params.operation, basis: params.basis })}`,
@@ -100,7 +104,14 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
   });
   const data = query.data;
   const exportQuery = data
-    ? toQuery({ from: data.from, to: data.to, window: params.window, scope: params.scope, operation: params.operation, basis: params.basis })
+    ? toQuery({
+        from: data.lifetime ? undefined : data.from,
+        to: data.lifetime ? undefined : data.to,
+        window: params.window,
+        scope: params.scope,
+        operation: params.operation,
+        basis: params.basis,
+      })
     : "";
   const pairCount = data?.clusters.reduce((s, c) => s + c.pairs.length, 0) ?? 0;
   const twiceCompleted = data?.clusters.filter((c) => c.completed >= 2).length ?? 0;
@@ -151,10 +162,14 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
       ) : data ? (
         <>
           <p className="subtle" data-testid="duplicates-summary" aria-live="polite">
-            {fmtInt(data.clusters.length)} suspected duplicate{data.clusters.length === 1 ? "" : "s"} ({fmtInt(pairCount)} pair
-            {pairCount === 1 ? "" : "s"}) created within {fmtDuration(data.windowSeconds)} of each other between{" "}
-            <span title={fmtAbsolute(data.from)}>{new Date(data.from).toLocaleString()}</span> and{" "}
-            <span title={fmtAbsolute(data.to)}>{new Date(data.to).toLocaleString()}</span>
+            {fmtInt(data.clusters.length)} suspected double charge{data.clusters.length === 1 ? "" : "s"} ({fmtInt(pairCount)} pair
+            {pairCount === 1 ? "" : "s"}): records of the same {params.scope ? <>scope <code>{params.scope}</code> and </> : "scope and "}
+            operation{params.operation ? <> (<code>{params.operation}</code>)</> : null} under different idempotency keys, created within{" "}
+            {fmtDuration(data.windowSeconds)} of each other. Searched{" "}
+            <span data-testid="duplicates-range">
+              {data.lifetime ? "every record still held, " : null}created <When iso={data.from} age={false} /> to <When iso={data.to} age={false} />
+            </span>
+            {data.lifetime ? " (the keys' whole lifetime)" : null}.
             {twiceCompleted ? (
               <>
                 {" "}
@@ -170,8 +185,9 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
           ) : null}
           {data.clusters.length === 0 ? (
             <EmptyState title="No suspected double charges.">
-              No two records of the same scope and operation match under different keys within {fmtDuration(data.windowSeconds)} in this range.
-              Widen the range or the window to look further.
+              No two records of the same scope and operation match under different keys within {fmtDuration(data.windowSeconds)}
+              {data.lifetime ? " among every record still held" : " in this range"}.{" "}
+              {data.lifetime ? "Widen the window to look further." : "Widen the range or the window to look further."}
             </EmptyState>
           ) : (
             <div data-rows className="rs-clusters">
@@ -229,7 +245,7 @@ function Cluster({ cluster: c, now, canHandOver }: { cluster: ClusterJson; now: 
           {c.amountMinor !== null ? <> · {fmtMoney(c.amountMinor, c.currency)}</> : null}
         </div>
         <div className="subtle">
-          {fmtInt(c.records.length)} records within {fmtDuration(c.spanSeconds)} · first <RelativeTime iso={c.firstAt} now={now} />
+          {fmtInt(c.records.length)} records within {fmtDuration(c.spanSeconds)} · first <When iso={c.firstAt} now={now} />
           {" · "}
           {c.completed >= 2 ? (
             <strong className="rs-warn">{fmtInt(c.completed)} completed — money taken more than once unless refunded</strong>
@@ -253,11 +269,7 @@ const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode;
   { label: "Idempotency key", value: (r) => <Mono value={r.idempotencyKey} max={40} />, compare: (r) => r.idempotencyKey },
   {
     label: "Created",
-    value: (r, now) => (
-      <>
-        <RelativeTime iso={r.createdAt} now={now} /> <span className="subtle">{new Date(r.createdAt).toLocaleString()}</span>
-      </>
-    ),
+    value: (r, now) => <When iso={r.createdAt} now={now} />,
   },
   { label: "Amount", value: (r) => fmtMoney(r.amountMinor, r.currency), compare: (r) => `${r.amountMinor} ${r.currency}` },
   {
@@ -288,11 +300,10 @@ const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode;
  * `href` when it can be offered (and what it does), else null and why not.
  */
 function handOver(a: RecordJson, b: RecordJson, basis: Basis[], secondsApart: number, allowed: boolean): { href: string | null; why: string } {
-  if (!allowed) return { href: null, why: "Handing over needs the permission compensations.request (the operator role)." };
+  if (!allowed) return { href: null, why: `Handing over needs the permission compensations.request (${whoCan("compensations.request")}).` };
   if (b.status !== "completed") return { href: null, why: `Record #${b.id} is ${b.status}: nothing was charged twice to give back.` };
-  if (!b.provider || !b.providerReference || b.amountMinor === null || !b.currency) {
-    return { href: null, why: `Record #${b.id} has no provider charge (reference, amount, currency) to compensate.` };
-  }
+  const can = compensability(b);
+  if (!can.allowed) return { href: null, why: can.reason! };
   const reason =
     `Duplicate of record #${a.id} (${basis.map((x) => BASIS_LABEL[x]).join(", ")}, created ${fmtDuration(secondsApart)} later under a different ` +
     `idempotency key ${b.idempotencyKey}): refund the second charge ${b.providerReference}.`;

@@ -8,10 +8,9 @@ import { queryKeys } from "@/components/client/query-keys";
 import {
   EmptyState,
   ErrorState,
-  fmtAbsolute,
   fmtInt,
   onRowKeyDown,
-  RelativeTime,
+  When,
   retryServerErrors,
   SkeletonBlock,
   SkeletonRows,
@@ -23,6 +22,9 @@ import {
   useUrlFilters,
   OperationScopeFilters,
 } from "@/components/queue/read-ui";
+import { bucketLabeller, formatInstant } from "@/components/time/format";
+import { useTimeZone } from "@/components/time/When";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /** GET /api/v1/expiry as JSON. */
 interface ExpiryResponse {
@@ -47,13 +49,14 @@ interface ExpiryResponse {
 }
 
 const FILTER_KEYS = ["operation", "scope", "span"] as const;
-const hourLabel = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
-const dayLabel = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric" });
+const hourLabel = bucketLabeller(3600, 86_400_000);
+const dayLabel = bucketLabeller(86_400, Infinity);
 
 /** Expiry & retention: when records stop protecting their intent, and what expired but is still there. */
 export function ExpiryScreen() {
   const [f, setFilters] = useUrlFilters(FILTER_KEYS);
   const now = useNow();
+  const timeZone = useTimeZone();
   const span = f.span === "30d" ? "30d" : "24h";
   const params = useMemo(() => ({ operation: f.operation || undefined, scope: f.scope || undefined }), [f.operation, f.scope]);
   const query = useQuery({
@@ -68,7 +71,7 @@ export function ExpiryScreen() {
   const rows = useMemo(() => {
     if (!data) return [];
     const buckets = span === "24h" ? data.next24h : data.next30d;
-    return buckets.map((b) => ({ label: (span === "24h" ? hourLabel : dayLabel).format(new Date(b.start)), records: b.count }));
+    return buckets.map((b) => ({ label: (span === "24h" ? hourLabel : dayLabel)(b.start), records: b.count }));
   }, [data, span]);
 
   const byOperation = useMemo(() => {
@@ -96,7 +99,7 @@ export function ExpiryScreen() {
           </button>
           {data ? (
             <span className="subtle">
-              as of <RelativeTime iso={data.asOf} now={now} />
+              as of <When iso={data.asOf} now={now} />
             </span>
           ) : null}
         </div>
@@ -150,13 +153,14 @@ export function ExpiryScreen() {
             <div id="tabpanel" role="tabpanel" aria-labelledby={`tab-${span}`}>
               <Chart
                 kind="bar"
-                rows={rows.some((r) => r.records > 0) ? rows : []}
+                rows={rows}
+                emptyText={span === "24h" ? "No record expires in the next 24 hours." : "No record expires in the next 30 days."}
                 x="label"
                 series={[{ key: "records", label: "records expiring" }]}
                 title={
                   span === "24h"
-                    ? `Records expiring per hour from ${new Date(data.asOf).toLocaleTimeString()} (${fmtInt(data.expiringNext24h)} in all)`
-                    : `Records expiring per day from ${new Date(data.asOf).toLocaleDateString()} (${fmtInt(data.expiringNext30d)} in all)`
+                    ? `Records expiring per hour (UTC) from ${formatInstant(data.asOf, timeZone, { seconds: false })} (${fmtInt(data.expiringNext24h)} in all)`
+                    : `Records expiring per day (UTC) from ${formatInstant(data.asOf, timeZone, { seconds: false })} (${fmtInt(data.expiringNext30d)} in all)`
                 }
                 yFormat={(v) => fmtInt(v)}
                 testId="expiry-histogram"
@@ -173,7 +177,7 @@ export function ExpiryScreen() {
                 Every record past its expires_at has been purged{params.operation || params.scope ? " (for these filters)" : ""}.
               </EmptyState>
             ) : (
-              <div className="rs-table-wrap">
+              <ScrollBox label="Expiry per operation" className="rs-table-wrap">
                 <table className="rs-table" data-testid="expired-table">
                   <thead>
                     <tr>
@@ -212,7 +216,7 @@ export function ExpiryScreen() {
                           {fmtInt(g.purgeable)}
                         </td>
                         <td className="nowrap">
-                          <RelativeTime iso={g.oldestExpiresAt} now={now} />
+                          <When iso={g.oldestExpiresAt} now={now} />
                         </td>
                       </tr>
                     ))}
@@ -228,7 +232,7 @@ export function ExpiryScreen() {
                     </tr>
                   </tfoot>
                 </table>
-              </div>
+              </ScrollBox>
             )}
           </section>
 
@@ -241,12 +245,12 @@ export function ExpiryScreen() {
               policy&apos;s window (days after <code>expires_at</code>) without a legal hold on the record or its scope, an open
               reconciliation item, a compensation in progress or an unsent outbox message; it never touches <code>processing</code> or{" "}
               <code>pending</code> ones, and with no policy it removes nothing. Nothing is removed from this page: policies, the dry
-              run and purge runs are on <a href="/retention">Retention</a>. As of {fmtAbsolute(data.asOf)}:
+              run and purge runs are on <a href="/retention">Retention</a>. As of <When iso={data.asOf} now={now} />:
             </p>
             {byOperation.length === 0 ? (
               <EmptyState title="Nothing to purge." />
             ) : (
-              <div className="rs-table-wrap">
+              <ScrollBox label="Expired, not purged" className="rs-table-wrap">
                 <table className="rs-table" data-testid="preview-table">
                   <thead>
                     <tr>
@@ -271,7 +275,7 @@ export function ExpiryScreen() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </ScrollBox>
             )}
           </section>
         </>

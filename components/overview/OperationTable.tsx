@@ -2,6 +2,7 @@
 
 import { fmtDuration, fmtInt, fmtPercent } from "@/components/queue/read-ui";
 import type { OverviewJson } from "./types";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /** Per operation: traffic in the range and live state, with the totals in the footer. */
 export function OperationTable({ data }: { data: OverviewJson }) {
@@ -10,7 +11,7 @@ export function OperationTable({ data }: { data: OverviewJson }) {
   const st = new Map(data.operations.map((o) => [o.operation, o]));
   const t = data.events.total;
   return (
-    <div className="rs-table-wrap">
+    <ScrollBox label="Operations" className="rs-table-wrap">
       <table className="rs-table" data-testid="operations-table">
         <caption className="ov-caption">Per operation: requests in the range, and the records&apos; state now</caption>
         <thead>
@@ -66,6 +67,6 @@ export function OperationTable({ data }: { data: OverviewJson }) {
           </tr>
         </tfoot>
       </table>
-    </div>
+    </ScrollBox>
   );
 }

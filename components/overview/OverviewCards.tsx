@@ -1,7 +1,7 @@
 "use client";
 
 import type { ReactNode } from "react";
-import { fmtDuration, fmtInt, fmtPercent, RelativeTime } from "@/components/queue/read-ui";
+import { fmtDuration, fmtInt, fmtPercent, When } from "@/components/queue/read-ui";
 import type { OverviewJson } from "./types";
 
 const STATUSES = ["processing", "pending", "completed", "failed"] as const;
@@ -62,7 +62,7 @@ export function OverviewCards({ data, now }: { data: OverviewJson; now: number }
           hint={
             data.stuck.oldestSince ? (
               <>
-                oldest since <RelativeTime iso={data.stuck.oldestSince} now={now} />
+                oldest since <When iso={data.stuck.oldestSince} now={now} />
               </>
             ) : (
               `threshold ${data.stuck.thresholds.default}${Object.keys(data.stuck.thresholds).length > 1 ? " (per operation)" : ""}`
@@ -77,7 +77,7 @@ export function OverviewCards({ data, now }: { data: OverviewJson; now: number }
           hint={
             data.pending.oldestSince ? (
               <>
-                {fmtInt(data.pending.count)} pending · since <RelativeTime iso={data.pending.oldestSince} now={now} />
+                {fmtInt(data.pending.count)} pending · since <When iso={data.pending.oldestSince} now={now} />
               </>
             ) : (
               "nothing pending"

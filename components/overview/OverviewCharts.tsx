@@ -2,6 +2,7 @@
 
 import { Chart, type ChartSeries } from "@/components/charts/Chart";
 import { fmtInt } from "@/components/queue/read-ui";
+import { bucketLabeller } from "@/components/time/format";
 import type { OverviewJson } from "./types";
 
 /** Event kinds, in the order a request lives through them, with the console's status colours where they apply. */
@@ -16,18 +17,11 @@ const KINDS: ChartSeries[] = [
   { key: "reconciled", label: "reconciled", color: "#6b4fd8" },
 ];
 
-const utc = (opts: Intl.DateTimeFormatOptions) => new Intl.DateTimeFormat(undefined, { timeZone: "UTC", hourCycle: "h23", ...opts });
-const TIME = utc({ hour: "2-digit", minute: "2-digit" });
-const DAY_TIME = utc({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
-const DAY = utc({ month: "short", day: "numeric" });
 const percent = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 
 /** Axis labels for the bucket size and span (UTC, like the buckets). */
 function bucketLabel(data: OverviewJson): (iso: string) => string {
-  const span = Date.parse(data.to) - Date.parse(data.from);
-  if (data.series.step.seconds >= 86_400) return (iso) => DAY.format(new Date(iso));
-  if (span <= 86_400_000) return (iso) => TIME.format(new Date(iso));
-  return (iso) => DAY_TIME.format(new Date(iso));
+  return bucketLabeller(data.series.step.seconds, Date.parse(data.to) - Date.parse(data.from));
 }
 
 const STEP_NAMES: Record<string, string> = { "1m": "per minute", "15m": "per 15 minutes", "1h": "per hour", "1d": "per day" };

@@ -7,10 +7,9 @@ import { queryKeys } from "@/components/client/query-keys";
 import {
   EmptyState,
   ErrorState,
-  fmtAbsolute,
   fmtInt,
   RangePicker,
-  RelativeTime,
+  When,
   resolveRange,
   SkeletonBlock,
   SkeletonRows,
@@ -34,7 +33,6 @@ import type { OverviewJson } from "./types";
 const KEYS = ["range", "from", "to", "operation", "scope"] as const;
 const PRESETS = ["1h", "24h", "7d", "30d"];
 const DEFAULT_RANGE = "24h";
-const RANGE_TIME = new Intl.DateTimeFormat(undefined, { timeZone: "UTC", hourCycle: "h23", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 
 export function OverviewDashboard({ subtitle }: { subtitle: string }) {
   const [values, update] = useUrlFilters(KEYS);
@@ -103,7 +101,7 @@ export function OverviewDashboard({ subtitle }: { subtitle: string }) {
 
       {query.isError && data ? (
         <div className="notice error ov-notice" role="alert" data-testid="refresh-error">
-          Showing the data as of {fmtAbsolute(data.asOf)}: the latest refresh failed — {query.error.message}
+          Showing the data as of <When iso={data.asOf} now={now} />: the latest refresh failed — {query.error.message}
         </div>
       ) : null}
 
@@ -138,8 +136,8 @@ function RangeLine({ data, now }: { data: OverviewJson; now: number }) {
   const r = data.rollups;
   return (
     <p className="subtle ov-range" data-testid="overview-range">
-      <span title={`${fmtAbsolute(data.from)} – ${fmtAbsolute(data.to)}`}>
-        <time dateTime={data.from}>{RANGE_TIME.format(new Date(data.from))}</time> – <time dateTime={data.to}>{RANGE_TIME.format(new Date(data.to))}</time> UTC
+      <span>
+        <When iso={data.from} age={false} seconds={false} /> – <When iso={data.to} age={false} seconds={false} />
       </span>
       {data.filters.operation ? (
         <>
@@ -158,7 +156,7 @@ function RangeLine({ data, now }: { data: OverviewJson; now: number }) {
         rollups {r.lagEvents === 0 ? "up to date" : `${fmtInt(r.lagEvents)} events behind (counted raw)`}
         {r.refreshedAt ? (
           <>
-            , refreshed <RelativeTime iso={r.refreshedAt} now={now} />
+            , refreshed <When iso={r.refreshedAt} now={now} />
           </>
         ) : (
           ", never refreshed"
@@ -182,7 +180,7 @@ function WriterDepartures({ data, now }: { data: OverviewJson; now: number }) {
       <ul>
         {d.map((x) => (
           <li key={x.kind} data-kind={x.kind}>
-            {fmtInt(Number(x.records))} record(s): {x.description}; last seen <RelativeTime iso={x.lastSeenAt} now={now} />.
+            {fmtInt(Number(x.records))} record(s): {x.description}; last seen <When iso={x.lastSeenAt} now={now} />.
           </li>
         ))}
       </ul>

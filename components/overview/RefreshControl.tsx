@@ -1,12 +1,12 @@
 "use client";
 
 import { useEffect, useState } from "react";
-import { RelativeTime, useNow } from "@/components/queue/read-ui";
+import { When, useNow } from "@/components/queue/read-ui";
 
 /**
  * The overview's one refresh control: how often the data is re-fetched — off included,
  * remembered per browser under the same key — "Refresh now", and when the data shown
- * was read ("Data as of …", relative, absolute on hover).
+ * was read ("Data as of …", absolute and its age).
  */
 const CHOICES = [
   { label: "Off", ms: 0 },
@@ -15,7 +15,6 @@ const CHOICES = [
   { label: "1 min", ms: 60_000 },
   { label: "5 min", ms: 300_000 },
 ];
-const TIME = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" });
 const STORAGE_KEY = "ic.refreshMs";
 const DEFAULT_MS = 15_000;
 
@@ -49,11 +48,10 @@ export function RefreshControl({
   const now = useNow(5_000);
   return (
     <div className="subtle ov-refresh">
-      <span data-testid="as-of" title={asOf ?? undefined} aria-live="polite">
+      <span data-testid="as-of" aria-live="polite">
         {asOf ? (
           <>
-            Data as of <time dateTime={asOf}>{TIME.format(new Date(asOf))}</time> (
-            <RelativeTime iso={asOf} now={Math.max(now, Date.parse(asOf))} />)
+            Data as of <When iso={asOf} now={Math.max(now, Date.parse(asOf))} />
           </>
         ) : (
           "Loading…"

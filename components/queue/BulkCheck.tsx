@@ -5,6 +5,7 @@ import { useEffect, useRef, useState, type FormEvent } from "react";
 import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
 import { ACTION_LABEL } from "@/components/records/actions/ResolvePanel";
 import { BULK_LIMIT, confirmationText } from "@/lib/reconcile/confirm";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * The queue's bulk "Check with provider": the selected rows (at most 100) go to
@@ -19,7 +20,7 @@ interface Outcome {
   recordId: string;
   ok: boolean;
   outcome: { action: string; message: string; record: { status: string; version: number } | null } | null;
-  error: { status: number; title: string; detail: string } | null;
+  error: { status: number; title: string; detail: string; cause?: string } | null;
 }
 
 interface BulkAnswer {
@@ -116,8 +117,8 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
               .join(", ")}
             .
           </p>
-          <div className="table-wrap">
-            <table className="data-table compact" data-testid="bulk-outcomes">
+          <ScrollBox label="Outcomes per record">
+            <table className="data-table compact stack-table" data-testid="bulk-outcomes">
               <thead>
                 <tr>
                   <th scope="col">Record</th>
@@ -126,20 +127,24 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
                 </tr>
               </thead>
               <tbody>
-                {answer.outcomes.map((o) => (
-                  <tr key={o.recordId} data-testid="bulk-outcome" data-id={o.recordId} data-action={o.outcome?.action ?? "refused"}>
-                    <td>
-                      <a href={`/records/${o.recordId}`}>{o.recordId}</a>
-                    </td>
-                    <td>
-                      <span className={`bulk-action bulk-action-${o.outcome?.action ?? "refused"}`}>{ACTION_LABEL[o.outcome?.action ?? "refused"] ?? o.outcome?.action}</span>
-                    </td>
-                    <td>{o.outcome ? o.outcome.message : `${o.error?.title}: ${o.error?.detail}`}</td>
-                  </tr>
-                ))}
+                {answer.outcomes.map((o) => {
+                  // A refusal says its own reason (nothing to ask the provider, not found …), never a generic "refused".
+                  const kind = o.outcome?.action ?? (o.error?.cause ? "nothing_to_check" : "refused");
+                  return (
+                    <tr key={o.recordId} data-testid="bulk-outcome" data-id={o.recordId} data-action={kind} data-cause={o.error?.cause}>
+                      <td data-label="Record">
+                        <a href={`/records/${o.recordId}`}>{o.recordId}</a>
+                      </td>
+                      <td data-label="Result">
+                        <span className={`bulk-action bulk-action-${kind}`}>{o.outcome ? (ACTION_LABEL[kind] ?? kind) : (o.error?.title ?? "Refused")}</span>
+                      </td>
+                      <td data-label="Details">{o.outcome ? o.outcome.message : o.error?.detail}</td>
+                    </tr>
+                  );
+                })}
               </tbody>
             </table>
-          </div>
+          </ScrollBox>
           <div className="bulk-buttons">
             <button type="button" className="primary" data-testid="bulk-close" onClick={onClose}>
               Close

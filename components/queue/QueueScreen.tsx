@@ -15,7 +15,7 @@ import {
   Mono,
   onRowKeyDown,
   pageSize,
-  RelativeTime,
+  When,
   retryServerErrors,
   SkeletonRows,
   Tabs,
@@ -24,6 +24,7 @@ import {
   useRovingRows,
   useUrlFilters,
 } from "./read-ui";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /** GET /api/v1/queue as JSON (bigints as decimal strings, times as ISO 8601). */
 export interface QueueItemJson {
@@ -174,13 +175,13 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
           {summary?.oldestPendingSince ? (
             <>
               {" "}
-              · oldest pending since <RelativeTime iso={summary.oldestPendingSince} now={now} />
+              · oldest pending since <When iso={summary.oldestPendingSince} now={now} />
             </>
           ) : null}
           {summary?.oldestStuckSince ? (
             <>
               {" "}
-              · oldest stuck since <RelativeTime iso={summary.oldestStuckSince} now={now} />
+              · oldest stuck since <When iso={summary.oldestStuckSince} now={now} />
             </>
           ) : null}
         </p>
@@ -219,7 +220,7 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
                 : "No record is stuck, pending or awaiting reconciliation."}
           </EmptyState>
         ) : (
-          <div className="rs-table-wrap" aria-busy={query.isFetching}>
+          <ScrollBox label="Queue" className="rs-table-wrap" busy={query.isFetching}>
             <table className="rs-table" data-testid="queue-table">
               <caption className="sr-only">
                 Stuck and pending records. Arrow keys move between rows, Space selects, Enter opens the record.
@@ -334,7 +335,7 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
                     <td className="nowrap" title={`in this state since ${i.updatedAt}`}>
                       <strong>{fmtDuration(Math.max(0, (now - Date.parse(i.updatedAt)) / 1000))}</strong>
                       <div className="subtle">
-                        since <RelativeTime iso={i.updatedAt} now={now} />
+                        since <When iso={i.updatedAt} now={now} />
                       </div>
                       {i.thresholdSeconds !== null ? <div className="subtle">threshold {fmtDuration(i.thresholdSeconds)}</div> : null}
                     </td>
@@ -346,11 +347,11 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
                             {fmtInt(i.reconciliation.attempts)} attempt{i.reconciliation.attempts === 1 ? "" : "s"}
                           </span>
                           <div className="subtle">
-                            next check <RelativeTime iso={i.reconciliation.nextCheckAt} now={now} />
+                            next check <When iso={i.reconciliation.nextCheckAt} now={now} />
                           </div>
                           {i.reconciliation.lastCheckedAt ? (
                             <div className="subtle">
-                              last <RelativeTime iso={i.reconciliation.lastCheckedAt} now={now} />
+                              last <When iso={i.reconciliation.lastCheckedAt} now={now} />
                             </div>
                           ) : null}
                           {i.reconciliation.lastError ? (
@@ -359,21 +360,25 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
                             </div>
                           ) : null}
                         </>
-                      ) : (
+                      ) : i.providerRequestId ? (
                         <span className="subtle">none open</span>
+                      ) : (
+                        <span className="subtle" data-testid="not-checkable">
+                          none open · no provider request id: nothing to ask the provider, resolve it by hand
+                        </span>
                       )}
                     </td>
                   </tr>
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollBox>
         )}
         {query.isError && query.data ? <ErrorState error={query.error} onRetry={() => void query.refetch()} /> : null}
         <div className="rs-more">
           {items.length > 0 ? (
             <span className="subtle">
-              {fmtInt(items.length)} shown{first ? <> · as of <RelativeTime iso={pages[pages.length - 1].asOf} now={now} /></> : null}
+              {fmtInt(items.length)} shown{first ? <> · as of <When iso={pages[pages.length - 1].asOf} now={now} /></> : null}
             </span>
           ) : null}
           {query.hasNextPage ? (

@@ -3,7 +3,7 @@
 /**
  * Small UI pieces shared by the read screens (stuck & pending queue, duplicates,
  * conflicts, expiry): number / money / duration formatting with Intl, relative
- * times with the absolute time on hover, loading skeletons, empty and error
+ * times (components/time), loading skeletons, empty and error
  * states, URL-held filters, keyboard navigation between table rows, the CSV export
  * link and the time-range picker. Everything here renders on the client only after
  * data arrived (TanStack Query does not fetch during the server render), so using
@@ -13,6 +13,7 @@
 import { usePathname, useSearchParams } from "next/navigation";
 import { useCallback, useEffect, useMemo, useState, type FormEvent, type KeyboardEvent, type ReactNode } from "react";
 import { ApiError } from "@/components/client/api";
+import { InstantInput } from "@/components/time/When";
 
 // --- Formatting -------------------------------------------------------------------------
 
@@ -59,45 +60,8 @@ export function fmtDuration(totalSeconds: number): string {
     .join(" ");
 }
 
-const absolute = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
-const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
-
-export function fmtAbsolute(iso: string): string {
-  const d = new Date(iso);
-  return `${absolute.format(d)} (${d.toISOString().replace(".000Z", "Z")})`;
-}
-
-export function fmtRelative(iso: string, now: number): string {
-  const diff = (new Date(iso).getTime() - now) / 1000;
-  const abs = Math.abs(diff);
-  if (abs < 45) return relative.format(Math.round(diff), "second");
-  if (abs < 45 * 60) return relative.format(Math.round(diff / 60), "minute");
-  if (abs < 22 * 3600) return relative.format(Math.round(diff / 3600), "hour");
-  if (abs < 26 * 86400) return relative.format(Math.round(diff / 86400), "day");
-  if (abs < 320 * 86400) return relative.format(Math.round(diff / (30 * 86400)), "month");
-  return relative.format(Math.round(diff / (365 * 86400)), "year");
-}
-
-/** The current time, re-read every `everyMs` so relative times stay true on an open page. */
-export function useNow(everyMs = 30_000): number {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), everyMs);
-    return () => clearInterval(t);
-  }, [everyMs]);
-  return now;
-}
-
-/** "3 hours ago", with the absolute local and UTC time on hover (and for assistive tech). */
-export function RelativeTime({ iso, now }: { iso: string | null | undefined; now: number }) {
-  if (!iso) return <span className="subtle">—</span>;
-  const abs = fmtAbsolute(iso);
-  return (
-    <time dateTime={iso} title={abs} aria-label={`${fmtRelative(iso, now)}, ${abs}`}>
-      {fmtRelative(iso, now)}
-    </time>
-  );
-}
+// Moments: components/time (When, useNow) — the one way the console shows time.
+export { useNow, When } from "@/components/time/When";
 
 /** A hash or key shortened for a table cell, whole on hover and when copied. */
 export function Mono({ value, max = 16 }: { value: string | null | undefined; max?: number }) {
@@ -215,7 +179,9 @@ export function ExportLink({ list, query, canExport }: { list: "records" | "queu
 
 // --- Time ranges -------------------------------------------------------------------------
 
+/** ms 0: no range at all (every record still held). */
 export const RANGE_PRESETS: Record<string, { label: string; ms: number }> = {
+  all: { label: "Whole lifetime (every record held)", ms: 0 },
   "1h": { label: "Last hour", ms: 3_600_000 },
   "24h": { label: "Last 24 hours", ms: 86_400_000 },
   "7d": { label: "Last 7 days", ms: 7 * 86_400_000 },
@@ -234,21 +200,18 @@ export function resolveRange(v: { range: string; from: string; to: string }, fal
   const to = isoOrEmpty(v.to);
   if (from || to) {
     const end = to ? new Date(to) : new Date();
-    const start = from ? new Date(from) : new Date(end.getTime() - RANGE_PRESETS[fallback].ms);
+    const start = from ? new Date(from) : new Date(end.getTime() - (RANGE_PRESETS[fallback].ms || 30 * 86_400_000));
     return { from: start.toISOString(), to: end.toISOString(), custom: true };
   }
   const preset = RANGE_PRESETS[v.range] ?? RANGE_PRESETS[fallback];
+  if (preset.ms === 0) return { from: "", to: "", custom: false };
   const end = new Date();
   return { from: new Date(end.getTime() - preset.ms).toISOString(), to: end.toISOString(), custom: false };
 }
 
-// datetime-local inputs show and take UTC, like the audit log: a shared link means the same everywhere.
-const isoToInput = (iso: string) => (iso && !Number.isNaN(Date.parse(iso)) ? new Date(iso).toISOString().slice(0, 16) : "");
-const inputToIso = (v: string) => (v ? `${v}:00Z` : "");
-
 /**
  * Preset ranges (kept as `range=7d` in the URL: the link always means "the last 7 days")
- * or a custom UTC from/to (kept as ISO times).
+ * or a custom from/to, typed in the user's time zone and kept as ISO times (UTC).
  */
 export function RangePicker({
   values,
@@ -262,8 +225,8 @@ export function RangePicker({
   onChange: (patch: { range?: string; from?: string; to?: string }) => void;
 }) {
   const custom = Boolean(isoOrEmpty(values.from) || isoOrEmpty(values.to));
-  const [from, setFrom] = useState(isoToInput(values.from));
-  const [to, setTo] = useState(isoToInput(values.to));
+  const [from, setFrom] = useState(isoOrEmpty(values.from));
+  const [to, setTo] = useState(isoOrEmpty(values.to));
   const [editing, setEditing] = useState(custom);
   const current = custom || editing ? "custom" : RANGE_PRESETS[values.range] && presets.includes(values.range) ? values.range : fallback;
   return (
@@ -275,8 +238,8 @@ export function RangePicker({
           onChange={(e) => {
             if (e.target.value === "custom") {
               const r = resolveRange(values, fallback);
-              setFrom(isoToInput(r.from));
-              setTo(isoToInput(r.to));
+              setFrom(r.from);
+              setTo(r.to);
               setEditing(true);
               return;
             }
@@ -289,20 +252,14 @@ export function RangePicker({
               {RANGE_PRESETS[p].label}
             </option>
           ))}
-          <option value="custom">Custom (UTC)…</option>
+          <option value="custom">Custom…</option>
         </select>
       </label>
       {current === "custom" ? (
         <>
-          <label>
-            From (UTC)
-            <input type="datetime-local" value={from} onChange={(e) => setFrom(e.target.value)} />
-          </label>
-          <label>
-            To (UTC)
-            <input type="datetime-local" value={to} onChange={(e) => setTo(e.target.value)} />
-          </label>
-          <button type="button" onClick={() => onChange({ range: undefined, from: inputToIso(from), to: inputToIso(to) })}>
+          <InstantInput label="From" value={from} onChange={setFrom} />
+          <InstantInput label="To" value={to} onChange={setTo} />
+          <button type="button" onClick={() => onChange({ range: undefined, from, to })}>
             Apply range
           </button>
         </>

@@ -10,9 +10,11 @@ import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { RecordCompensations } from "@/components/compensations/RecordCompensations";
 import { RecordActions } from "./actions/RecordActions";
-import type { RecordActionAccess } from "./actions/types";
+import type { RecordActionAccess, RecordActionAvailability } from "./actions/types";
 import { StoredBody, type MaskedPlace } from "./StoredBody";
-import { absoluteTime, formatMoney, formatSeconds, SkeletonRows, StatusBadge, Time, retryUnlessClientError } from "./ui";
+import { When } from "@/components/time/When";
+import { formatMoney, formatSeconds, SkeletonRows, StatusBadge, retryUnlessClientError } from "./ui";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * /records/[id]: everything about one record from GET /api/v1/records/{id} — every field,
@@ -39,6 +41,8 @@ interface StoredResponse {
 interface Duplicate extends RecordJson {
   basis: string[];
   secondsApart: number;
+  /** The cluster member it pairs with, when not this record. */
+  via?: string;
 }
 
 type Row = Record<string, unknown>;
@@ -54,6 +58,8 @@ interface Detail {
   suspectedDuplicates: Duplicate[];
   duplicateWindowSeconds: number;
   compensations: Row[];
+  checkWithProvider: RecordActionAvailability["check"];
+  compensation: RecordActionAvailability["compensation"];
 }
 
 interface RevealResult {
@@ -115,7 +121,7 @@ export function RecordDetail({
             {r.idempotencyKey}
           </h1>
           <p className="subtle">
-            <StatusBadge status={r.status} /> {r.operation} · {r.scope} · {formatMoney(r.amountMinor, r.currency)} · created <Time iso={r.createdAt} />
+            <StatusBadge status={r.status} /> {r.operation} · {r.scope} · {formatMoney(r.amountMinor, r.currency)} · created <When iso={r.createdAt} />
             {r.legalHold ? <span className="role-badge"> legal hold</span> : null}
           </p>
         </div>
@@ -124,7 +130,7 @@ export function RecordDetail({
         </button>
       </div>
 
-      <RecordActions record={r} access={actions} onChanged={() => void client.invalidateQueries({ queryKey: queryKeys.records.detail(id) })} />
+      <RecordActions record={r} access={actions} availability={{ check: d.checkWithProvider, compensation: d.compensation }} onChanged={() => void client.invalidateQueries({ queryKey: queryKeys.records.detail(id) })} />
 
       <div className="detail-grid">
         <Section title="Fields" testId="record-fields">
@@ -143,8 +149,9 @@ export function RecordDetail({
       <Section title={`Suspected duplicates (${d.suspectedDuplicates.length})`} testId="suspected-duplicates">
         <div className="toolbar">
           <p className="subtle">
-            Same scope and operation under a different key, created within ±{formatSeconds(d.duplicateWindowSeconds)}: the same payload hash, or the
-            same amount, currency and resource.
+            Same scope and operation under a different key, created within ±{formatSeconds(d.duplicateWindowSeconds)} of this record or of
+            another of its suspected duplicates: the same payload hash, or the same amount, currency and resource — the cluster{" "}
+            <Link href={`/duplicates?scope=${encodeURIComponent(r.scope)}&operation=${encodeURIComponent(r.operation)}`}>Duplicates</Link> shows.
           </p>
           <label className="inline-label">
             Window{" "}
@@ -229,9 +236,9 @@ function Fields({ record: r }: { record: RecordJson }) {
     ["Provider request id", <Mono key="pr" v={r.providerRequestId} />],
     ["Provider reference", <Mono key="pf" v={r.providerReference} />],
     ["Last error", r.lastError ?? "—"],
-    ["Created", <TimeBoth key="c1" iso={r.createdAt} />],
-    ["Updated", <TimeBoth key="u" iso={r.updatedAt} />],
-    ["Expires", <TimeBoth key="e" iso={r.expiresAt} />],
+    ["Created", <When key="c1" iso={r.createdAt} />],
+    ["Updated", <When key="u" iso={r.updatedAt} />],
+    ["Expires", <When key="e" iso={r.expiresAt} />],
     ["Version", r.version],
     ["Legal hold", r.legalHold ? "yes" : "no"],
   ];
@@ -244,14 +251,6 @@ function Fields({ record: r }: { record: RecordJson }) {
         </div>
       ))}
     </dl>
-  );
-}
-
-function TimeBoth({ iso }: { iso: string }) {
-  return (
-    <span>
-      <Time iso={iso} /> <span className="subtle">({absoluteTime(iso)})</span>
-    </span>
   );
 }
 
@@ -417,7 +416,7 @@ function Timeline({ timeline }: { timeline: Detail["timeline"] }) {
             <li key={e.id} className={`timeline-event kind-${e.kind}`} data-testid="timeline-event">
               <span className="timeline-kind">{e.kind.replace(/_/g, " ")}</span>
               <span className="nowrap">
-                <Time iso={e.occurredAt} />
+                <When iso={e.occurredAt} />
               </span>
               {e.responseCode !== null ? <span className="subtle">HTTP {e.responseCode}</span> : null}
               {e.kind === "conflict" && detail ? (
@@ -443,7 +442,7 @@ function Timeline({ timeline }: { timeline: Detail["timeline"] }) {
 const COMPARE: [string, (r: RecordJson) => ReactNode, (r: RecordJson) => string | null][] = [
   ["Idempotency key", (r) => <span className="mono">{r.idempotencyKey}</span>, (r) => r.idempotencyKey],
   ["Status", (r) => <StatusBadge status={r.status} />, (r) => r.status],
-  ["Created", (r) => <span title={absoluteTime(r.createdAt)}>{absoluteTime(r.createdAt)}</span>, (r) => r.createdAt],
+  ["Created", (r) => <When iso={r.createdAt} age={false} />, (r) => r.createdAt],
   ["Amount", (r) => formatMoney(r.amountMinor, r.currency), (r) => `${r.amountMinor} ${r.currency}`],
   ["Payload hash", (r) => <span className="mono">{r.payloadHash.slice(0, 16)}…</span>, (r) => r.payloadHash],
   ["Resource", (r) => <span className="mono">{r.resourceId ?? "—"}</span>, (r) => r.resourceId],
@@ -470,7 +469,7 @@ function Duplicates({ record, duplicates }: { record: RecordJson; duplicates: Du
             ? ", one provider reference between them."
             : ", no provider reference yet."}
       </p>
-      <table className="data-table">
+      <table className="data-table stack-table" data-testid="duplicate-list">
         <thead>
           <tr>
             <th scope="col">Record</th>
@@ -484,26 +483,32 @@ function Duplicates({ record, duplicates }: { record: RecordJson; duplicates: Du
         <tbody>
           {duplicates.map((dup) => (
             <tr key={dup.id} data-testid="duplicate-row">
-              <td>
+              <td data-label="Record">
                 <Link href={`/records/${dup.id}`}>#{dup.id}</Link>
               </td>
-              <td>
+              <td data-label="Status">
                 <StatusBadge status={dup.status} />
               </td>
-              <td className="mono truncate" title={dup.idempotencyKey}>
+              <td data-label="Key" className="mono truncate" title={dup.idempotencyKey}>
                 {dup.idempotencyKey}
               </td>
-              <td className="nowrap" title={absoluteTime(dup.createdAt)}>
-                {formatSeconds(dup.secondsApart)} {dup.secondsApart >= 0 ? "after" : "before"}
+              <td data-label="Created">
+                <When iso={dup.createdAt} age={false} />
+                <div className="subtle">
+                  {formatSeconds(dup.secondsApart)} {dup.secondsApart >= 0 ? "after" : "before"}
+                </div>
               </td>
-              <td>{dup.basis.map((b) => (b === "payload_hash" ? "same payload" : "same amount & resource")).join(", ")}</td>
-              <td className="mono">{dup.providerReference ?? "—"}</td>
+              <td data-label="Why">
+                {dup.basis.map((b) => (b === "payload_hash" ? "same payload" : "same amount & resource")).join(", ")}
+                {dup.via ? <div className="subtle">as #{dup.via}, which pairs with this one</div> : null}
+              </td>
+              <td data-label="Provider reference" className="mono">{dup.providerReference ?? "—"}</td>
             </tr>
           ))}
         </tbody>
       </table>
       <h3 className="compare-title">Side by side</h3>
-      <div className="table-wrap">
+      <ScrollBox label="Duplicates side by side">
         <table className="data-table compare-table" data-testid="duplicate-compare">
           <thead>
             <tr>
@@ -530,7 +535,7 @@ function Duplicates({ record, duplicates }: { record: RecordJson; duplicates: Du
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {duplicates.length > shown.length ? <p className="subtle">The comparison shows the first {shown.length}; every one is listed above.</p> : null}
     </>
   );
@@ -541,7 +546,7 @@ function Duplicates({ record, duplicates }: { record: RecordJson; duplicates: Du
 function Reconciliation({ items }: { items: Row[] }) {
   if (items.length === 0) return <p className="subtle">No reconciliation items: the outcome was never uncertain.</p>;
   return (
-    <div className="table-wrap">
+    <ScrollBox label="Reconciliation items">
       <table className="data-table">
         <thead>
           <tr>
@@ -565,25 +570,25 @@ function Reconciliation({ items }: { items: Row[] }) {
               <td className="num">{String(i.attempts)}</td>
               <td className="mono">{str(i.providerRequestId) ?? "—"}</td>
               <td>
-                <Time iso={str(i.lastCheckedAt)} fallback="never" />
+                <When iso={str(i.lastCheckedAt)} fallback="never" />
               </td>
               <td>
-                <Time iso={str(i.nextCheckAt)} />
+                <When iso={str(i.nextCheckAt)} />
               </td>
               <td>{str(i.lastError) ?? "—"}</td>
-              <td>{i.resolvedAt ? `${str(i.resolvedBy) ?? "?"}, ${absoluteTime(String(i.resolvedAt))}` : "—"}</td>
+              <td>{i.resolvedAt ? <>{str(i.resolvedBy) ?? "?"}, <When iso={String(i.resolvedAt)} /></> : "—"}</td>
             </tr>
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollBox>
   );
 }
 
 function Outbox({ messages }: { messages: Row[] }) {
   if (messages.length === 0) return <p className="subtle">No outbox messages were written with this record.</p>;
   return (
-    <div className="table-wrap">
+    <ScrollBox label="Outbox messages">
       <table className="data-table">
         <thead>
           <tr>
@@ -602,7 +607,7 @@ function Outbox({ messages }: { messages: Row[] }) {
               <td className="mono">{String(m.topic)}</td>
               <td>{String(m.status)}</td>
               <td className="num">{String(m.attempts)}</td>
-              <td>{m.sentAt ? <Time iso={str(m.sentAt)} /> : <Time iso={str(m.nextAttemptAt)} />}</td>
+              <td>{m.sentAt ? <When iso={str(m.sentAt)} /> : <When iso={str(m.nextAttemptAt)} />}</td>
               <td>
                 {m.payloadHidden ? (
                   <span className="subtle">hidden (needs records.read_body)</span>
@@ -617,7 +622,7 @@ function Outbox({ messages }: { messages: Row[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </ScrollBox>
   );
 }
 
@@ -627,7 +632,7 @@ function AuditEntries({ entries, id, canReadAudit }: { entries: Row[]; id: strin
       {entries.length === 0 ? (
         <p className="subtle">No console action has touched this record yet.</p>
       ) : (
-        <div className="table-wrap">
+        <ScrollBox label="Audit entries">
           <table className="data-table">
             <thead>
               <tr>
@@ -644,7 +649,7 @@ function AuditEntries({ entries, id, canReadAudit }: { entries: Row[]; id: strin
                 <tr key={String(e.id)} data-testid="record-audit-row">
                   <td className="num">{String(e.id)}</td>
                   <td className="nowrap">
-                    <Time iso={str(e.occurredAt)} />
+                    <When iso={str(e.occurredAt)} />
                   </td>
                   <td>{str(e.actorLabel) ?? String(e.actorType)}</td>
                   <td>
@@ -658,7 +663,7 @@ function AuditEntries({ entries, id, canReadAudit }: { entries: Row[]; id: strin
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       )}
       {canReadAudit ? (
         <p>

@@ -8,7 +8,9 @@ import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { filtersQuery, type SearchFilterKey, type SearchFilters } from "./search-filters";
 import { SavedViews } from "./SavedViews";
-import { ExportLink, formatMoney, SkeletonRows, StatusBadge, Time, retryUnlessClientError } from "./ui";
+import { ExportLink, formatMoney, SkeletonRows, StatusBadge,  retryUnlessClientError } from "./ui";
+import { When } from "@/components/time/When";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * /records: one search box, a field selector and exact/prefix, plus status and operation
@@ -186,7 +188,7 @@ export function RecordSearch({ filters, canExport }: { filters: SearchFilters; c
         </div>
       ) : null}
 
-      <div className="table-wrap">
+      <ScrollBox label="Records">
         <table className="data-table records-table" data-testid="records-table">
           <caption className="visually-hidden">Records, newest first</caption>
           <thead>
@@ -220,7 +222,7 @@ export function RecordSearch({ filters, canExport }: { filters: SearchFilters; c
                 </td>
                 <td className="num">{formatMoney(r.amountMinor, r.currency)}</td>
                 <td className="nowrap">
-                  <Time iso={r.createdAt} />
+                  <When iso={r.createdAt} />
                 </td>
               </tr>
             ))}
@@ -240,7 +242,7 @@ export function RecordSearch({ filters, canExport }: { filters: SearchFilters; c
             ) : null}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       <div className="list-more">
         {results.isFetchingNextPage ? <span className="subtle">Loading…</span> : null}
         {results.hasNextPage && !results.isFetchingNextPage ? (

@@ -4,8 +4,8 @@ import { ApiError } from "@/components/client/api";
 
 /**
  * Small presentational pieces the record screens share (and other list screens may
- * reuse): status badge, money in minor units with its currency, times shown relative
- * with the absolute time on hover, skeleton rows, and the CSV export link.
+ * reuse): status badge, money in minor units with its currency, durations, skeleton
+ * rows, and the CSV export link. Moments: components/time (When).
  */
 
 /** TanStack Query retry policy: a refusal or bad input (4xx) will not change on retry; anything else gets one more try. */
@@ -70,33 +70,6 @@ const numberFormat = new Intl.NumberFormat("en");
 export const formatNumber = (n: number | string | null | undefined) =>
   n === null || n === undefined ? "—" : typeof n === "string" && /^\d+$/.test(n) ? numberFormat.format(BigInt(n)) : numberFormat.format(Number(n));
 
-/** "2026-11-30 03:07:32 UTC" */
-export function absoluteTime(iso: string): string {
-  return `${iso.slice(0, 19).replace("T", " ")} UTC`;
-}
-
-const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
-  ["year", 365 * 86400],
-  ["month", 30 * 86400],
-  ["week", 7 * 86400],
-  ["day", 86400],
-  ["hour", 3600],
-  ["minute", 60],
-  ["second", 1],
-];
-const rtf = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
-
-/** "3 minutes ago", "in 2 days". */
-export function relativeTime(iso: string, now = Date.now()): string {
-  const seconds = Math.round((Date.parse(iso) - now) / 1000);
-  const abs = Math.abs(seconds);
-  if (abs < 10) return "just now";
-  for (const [unit, size] of UNITS) {
-    if (abs >= size || unit === "second") return rtf.format(Math.trunc(seconds / size), unit);
-  }
-  return absoluteTime(iso);
-}
-
 /** A duration in words: 95 → "1m 35s", 7260 → "2h 1m". */
 export function formatSeconds(total: number): string {
   const s = Math.abs(Math.round(total));
@@ -104,16 +77,6 @@ export function formatSeconds(total: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m${s % 60 ? ` ${s % 60}s` : ""}`;
   if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? ` ${Math.floor((s % 3600) / 60)}m` : ""}`;
   return `${Math.floor(s / 86400)}d${Math.floor((s % 86400) / 3600) ? ` ${Math.floor((s % 86400) / 3600)}h` : ""}`;
-}
-
-/** A time shown relative ("5 minutes ago") with the absolute UTC time on hover. */
-export function Time({ iso, fallback = "—" }: { iso: string | null | undefined; fallback?: string }) {
-  if (!iso) return <span className="subtle">{fallback}</span>;
-  return (
-    <time dateTime={iso} title={absoluteTime(iso)} suppressHydrationWarning>
-      {relativeTime(iso)}
-    </time>
-  );
 }
 
 /** Placeholder rows while a table loads. */

@@ -1,12 +1,15 @@
 "use client";
 
 import { useQueryClient } from "@tanstack/react-query";
+import { useTouched } from "@/components/client/use-touched";
 import { useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { useIntentKey } from "@/components/client/intent-key";
 import { ErrorState } from "@/components/queue/read-ui";
 import { fmt, policyName, type DryRunJson, type RunJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * Dry run first (GET /api/v1/retention/dry-run): per policy, what would be deleted and
@@ -62,12 +65,12 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
   return (
     <div data-testid="dry-run-result">
       <p>
-        As of {formatTime(dry.asOf)}, a purge would delete <strong data-testid="dry-run-total-records">{fmt(dry.totals.records)}</strong> records and{" "}
+        As of <When iso={dry.asOf} />, a purge would delete <strong data-testid="dry-run-total-records">{fmt(dry.totals.records)}</strong> records and{" "}
         <strong data-testid="dry-run-total-events">{fmt(dry.totals.events)}</strong> events.
         {dry.policies.length === 0 ? " There is no retention policy, so nothing is eligible." : null}
       </p>
       {dry.policies.length ? (
-        <div className="rs-table-wrap">
+        <ScrollBox label="Dry run per operation" className="rs-table-wrap">
           <table className="rs-table" data-testid="dry-run-table">
             <thead>
               <tr>
@@ -101,7 +104,7 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
                       ? "—"
                       : p.samples.map((s) => (
                           <div key={s.id} className="nowrap">
-                            <a href={`/records/${s.id}`}>#{s.id}</a> <span className="subtle">{s.scope} · {s.status} · expired {formatTime(s.expiresAt)}</span>
+                            <a href={`/records/${s.id}`}>#{s.id}</a> <span className="subtle">{s.scope} · {s.status} · expired <When iso={s.expiresAt} /></span>
                           </div>
                         ))}
                   </td>
@@ -109,7 +112,7 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       ) : null}
     </div>
   );
@@ -120,6 +123,7 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
   const intent = useIntentKey();
   const [reason, setReason] = useState("");
   const [batchSize, setBatchSize] = useState("1000");
+  const touched = useTouched();
   const [pauseMs, setPauseMs] = useState("100");
   const [confirm, setConfirm] = useState("");
   const [busy, setBusy] = useState(false);
@@ -154,11 +158,11 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
       <div className="retention-form-row">
         <label>
           Batch size <span className="subtle">(rows per short transaction)</span>
-          <input type="number" min={1} max={100000} value={batchSize} onChange={(e) => setBatchSize(e.target.value)} aria-invalid={!batchOk} data-testid="purge-batch-size" />
+          <input type="number" min={1} max={100000} value={batchSize} onChange={(e) => { setBatchSize(e.target.value); touched.touch("batch"); }} onBlur={touched.onBlur("batch")} aria-invalid={touched.invalid("batch", !batchOk)} data-testid="purge-batch-size" />
         </label>
         <label>
           Pause between batches (ms)
-          <input type="number" min={0} max={600000} value={pauseMs} onChange={(e) => setPauseMs(e.target.value)} aria-invalid={!pauseOk} data-testid="purge-pause-ms" />
+          <input type="number" min={0} max={600000} value={pauseMs} onChange={(e) => { setPauseMs(e.target.value); touched.touch("pause"); }} onBlur={touched.onBlur("pause")} aria-invalid={touched.invalid("pause", !pauseOk)} data-testid="purge-pause-ms" />
         </label>
       </div>
       <label>

@@ -1,13 +1,16 @@
 "use client";
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { useTouched } from "@/components/client/use-touched";
 import { useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, useAction } from "@/components/client/use-action";
 import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import { policyName, type PolicyJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * Retention policies: per operation, and the default for every other operation.
@@ -37,7 +40,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
           {canManage ? "Add a default policy below." : "An admin (retention.manage) can add one."}
         </EmptyState>
       ) : (
-        <div className="rs-table-wrap">
+        <ScrollBox label="Retention policies" className="rs-table-wrap">
           <table className="rs-table" data-testid="policies-table">
             <thead>
               <tr>
@@ -99,7 +102,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
                     </td>
                     <td>{p.enabled ? "enabled" : <span className="purge-state purge-state-cancelled">disabled — keeps everything</span>}</td>
                     <td className="subtle nowrap">
-                      {formatTime(p.updatedAt)} {p.updatedByLabel ? `· ${p.updatedByLabel}` : ""}
+                      <When iso={p.updatedAt} /> {p.updatedByLabel ? `· ${p.updatedByLabel}` : ""}
                     </td>
                     {canManage ? (
                       <td>
@@ -113,7 +116,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
               )}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       )}
       {canManage && query.data ? (
         <NewPolicyForm
@@ -220,6 +223,7 @@ function NewPolicyForm({
 }) {
   const intent = useIntentKey();
   const [operation, setOperation] = useState("");
+  const touched = useTouched();
   const [records, setRecords] = useState("30");
   const [events, setEvents] = useState("90");
   const [reason, setReason] = useState("");
@@ -247,7 +251,7 @@ function NewPolicyForm({
       <div className="retention-form-row">
         <label>
           Operation <span className="subtle">{hasDefault ? "(lower_snake_case)" : "(empty = the default)"}</span>
-          <input type="text" value={operation} onChange={(e) => setOperation(e.target.value)} placeholder={hasDefault ? "capture_payment" : "empty: default"} aria-invalid={!opOk} data-testid="policy-add-operation" />
+          <input type="text" value={operation} onChange={(e) => { setOperation(e.target.value); touched.touch("operation"); }} onBlur={touched.onBlur("operation")} placeholder={hasDefault ? "capture_payment" : "empty: default"} aria-invalid={touched.invalid("operation", !opOk)} data-testid="policy-add-operation" />
         </label>
         <label>
           Keep records (days after expiry)

@@ -2,12 +2,14 @@
 
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, useAction } from "@/components/client/use-action";
 import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import { fmt, ProgressBar, RunStateBadge, useRuns, type RunJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /** The run in progress, live (polled every second): batches, deleted vs estimated, cancel. Then how the last one watched here ended. */
 export function ActiveRun({ canRun }: { canRun: boolean }) {
@@ -28,7 +30,7 @@ export function ActiveRun({ canRun }: { canRun: boolean }) {
         </h2>
         <p data-testid="run-summary">
           {fmt(ended.recordsDeleted)} records and {fmt(ended.eventsDeleted)} events deleted in {fmt(ended.batches)} batches
-          {ended.finishedAt ? `, finished ${formatTime(ended.finishedAt)}` : ""}.{ended.lastError ? ` Last error: ${ended.lastError}` : ""}
+          {ended.finishedAt ? <>, finished <When iso={ended.finishedAt} /></> : ""}.{ended.lastError ? ` Last error: ${ended.lastError}` : ""}
         </p>
       </section>
     );
@@ -47,7 +49,7 @@ function RunProgress({ run, canRun }: { run: RunJson; canRun: boolean }) {
           Purge run #{run.id} <RunStateBadge state={run.state} />
         </h2>
         <span className="subtle">
-          started {formatTime(run.startedAt ?? run.createdAt)} by {run.startedByLabel} · as of {formatTime(run.asOf)}
+          started <When iso={run.startedAt ?? run.createdAt} /> by {run.startedByLabel} · as of <When iso={run.asOf} />
         </span>
       </div>
       <ProgressBar value={run.progress} label={`Purge run ${run.id} progress`} />
@@ -81,14 +83,14 @@ function RunProgress({ run, canRun }: { run: RunJson; canRun: boolean }) {
         <div>
           <dt>Worker</dt>
           <dd className="subtle">
-            {run.worker ?? "—"} {run.heartbeatAt ? `· heartbeat ${formatTime(run.heartbeatAt)}` : ""}
+            {run.worker ?? "—"} {run.heartbeatAt ? <>· heartbeat <When iso={run.heartbeatAt} /></> : ""}
           </dd>
         </div>
       </dl>
       <p className="subtle">Reason: {run.reason}</p>
       {stale ? (
         <p className="notice error" role="status">
-          Its worker has not renewed its lease since {formatTime(run.leaseUntil)}: another server (or <code>npm run purge -- --resume</code>) takes it over.
+          Its worker has not renewed its lease since <When iso={run.leaseUntil} />: another server (or <code>npm run purge -- --resume</code>) takes it over.
         </p>
       ) : null}
       {run.lastError ? <p className="notice error">Last batch error (retrying): {run.lastError}</p> : null}
@@ -144,7 +146,7 @@ export function RunHistory() {
       ) : items.length === 0 ? (
         <EmptyState title="No purge has run yet." testId="runs-empty" />
       ) : (
-        <div className="rs-table-wrap">
+        <ScrollBox label="Purge runs" className="rs-table-wrap">
           <table className="rs-table" data-testid="runs-table">
             <thead>
               <tr>
@@ -165,7 +167,7 @@ export function RunHistory() {
                   <td>
                     <RunStateBadge state={r.state} />
                   </td>
-                  <td className="nowrap">{formatTime(r.startedAt ?? r.createdAt)}</td>
+                  <td className="nowrap"><When iso={r.startedAt ?? r.createdAt} /></td>
                   <td>
                     {r.startedByLabel}
                     <div className="subtle">{r.reason}</div>
@@ -179,12 +181,12 @@ export function RunHistory() {
                     {fmt(r.eventsDeleted)} / {fmt(r.estimatedEvents)}
                   </td>
                   <td className="num">{fmt(r.batches)}</td>
-                  <td className="nowrap">{formatTime(r.finishedAt)}</td>
+                  <td className="nowrap"><When iso={r.finishedAt} /></td>
                 </tr>
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       )}
     </section>
   );

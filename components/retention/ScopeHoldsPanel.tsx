@@ -2,12 +2,14 @@
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, useAction } from "@/components/client/use-action";
 import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import type { HoldJson } from "./shared";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /** Legal holds on whole scopes: none of their records or events is purged while active. Set and lift with a reason (legal_holds.manage). */
 export function ScopeHoldsPanel({ canManage }: { canManage: boolean }) {
@@ -37,7 +39,7 @@ export function ScopeHoldsPanel({ canManage }: { canManage: boolean }) {
       ) : holds.length === 0 ? (
         <EmptyState title={showLifted ? "No scope has ever been held." : "No scope is under a legal hold."} testId="holds-empty" />
       ) : (
-        <div className="rs-table-wrap">
+        <ScrollBox label="Scope holds" className="rs-table-wrap">
           <table className="rs-table" data-testid="holds-table">
             <thead>
               <tr>
@@ -55,7 +57,7 @@ export function ScopeHoldsPanel({ canManage }: { canManage: boolean }) {
                     <code>{h.scope}</code>
                   </td>
                   <td className="nowrap">
-                    {formatTime(h.setAt)}
+                    <When iso={h.setAt} />
                     <div className="subtle">{h.setByLabel}</div>
                   </td>
                   <td>{h.reason}</td>
@@ -64,7 +66,7 @@ export function ScopeHoldsPanel({ canManage }: { canManage: boolean }) {
                       <strong>active</strong>
                     ) : (
                       <span className="subtle">
-                        lifted {formatTime(h.liftedAt)} by {h.liftedByLabel}: {h.liftReason}
+                        lifted <When iso={h.liftedAt} /> by {h.liftedByLabel}: {h.liftReason}
                       </span>
                     )}
                   </td>
@@ -73,7 +75,7 @@ export function ScopeHoldsPanel({ canManage }: { canManage: boolean }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollBox>
       )}
       {canManage ? <SetHoldForm busy={busy} run={run} /> : null}
     </section>

@@ -29,6 +29,7 @@ export const PAGE_ACCESS = {
   "/retention": "stats.read",
   "/audit": "audit.read",
   "/admin/users": "users.manage",
+  "/settings": "signed_in",
   "/settings/tokens": "tokens.own",
   "/api-docs": "signed_in",
 } as const satisfies Record<string, Access>;

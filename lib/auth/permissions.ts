@@ -95,3 +95,17 @@ export function can(principal: Pick<Principal, "permissions"> | null | undefined
   if (access === "signed_in") return true;
   return principal.permissions.has(access);
 }
+
+/** The roles that grant a permission (roles are not cumulative: an admin is not an operator). */
+export function rolesGranting(access: Access): Role[] {
+  if (access === "public" || access === "signed_in") return [...ROLES];
+  return ROLES.filter((r) => ROLE_PERMISSIONS[r].includes(access));
+}
+
+/** "the operator role", "the support or admin role": for refusals and disabled actions. */
+export function whoCan(access: Access): string {
+  const roles = rolesGranting(access);
+  if (roles.length === 0) return "no role";
+  if (roles.length === ROLES.length) return "every role";
+  return `the ${roles.length === 1 ? roles[0] : `${roles.slice(0, -1).join(", ")} or ${roles[roles.length - 1]}`} role`;
+}

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { compensability } from "./compensable";
 import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, type RequestMeta } from "../audit";
 import type { Principal } from "../auth/permissions";
@@ -13,6 +14,7 @@ import type { Page } from "../records/search";
 import { leaseSeconds as configuredLease } from "./config";
 import {
   CLAIMS_SQL,
+  COMPENSATION_STATES,
   compensationColumns,
   COMPENSATIONS_TABLE,
   getCompensation,
@@ -20,6 +22,7 @@ import {
   OUTCOME_UNKNOWN_PREFIX,
   viewOf,
   type CompensationRow,
+  type CompensationState,
   type CompensationView,
   type ListQuery,
   type RequestBody,
@@ -113,9 +116,20 @@ export async function compensationView(ctx: CompensationContext, id: bigint): Pr
 }
 
 /** GET /api/v1/compensations: newest request first, keyset-paginated, each with what the viewer may do. */
-export async function listCompensationViews(ctx: CompensationContext, query: ListQuery): Promise<Page<CompensationView>> {
-  const page = await listCompensations(ctx.database.sql, { ...query, leaseSeconds: lease(ctx) });
-  return { ...page, items: page.items.map((row) => viewOf(row, ctx.principal)) };
+export async function listCompensationViews(
+  ctx: CompensationContext,
+  query: ListQuery,
+): Promise<Page<CompensationView> & { counts: Record<CompensationState, number> }> {
+  const [page, counts] = await Promise.all([listCompensations(ctx.database.sql, { ...query, leaseSeconds: lease(ctx) }), countByState(ctx.database.sql)]);
+  return { ...page, items: page.items.map((row) => viewOf(row, ctx.principal)), counts };
+}
+
+/** Compensations per state (the screen's tab counts): one pass over (state, requested_at). */
+export async function countByState(sql: SqlExecutor): Promise<Record<CompensationState, number>> {
+  const rows = await sql.query<{ state: CompensationState; n: bigint }>(`SELECT state, count(*) AS n FROM compensations GROUP BY state`);
+  const counts = Object.fromEntries(COMPENSATION_STATES.map((s) => [s, 0])) as Record<CompensationState, number>;
+  for (const r of rows) counts[r.state] = Number(r.n);
+  return counts;
 }
 
 // --- Request ----------------------------------------------------------------------------------
@@ -126,6 +140,7 @@ interface LockedRecord {
   operation: string;
   idempotencyKey: string;
   status: string;
+  resourceType: string | null;
   provider: string | null;
   providerReference: string | null;
   amountMinor: bigint | null;
@@ -134,7 +149,7 @@ interface LockedRecord {
 
 async function lockRecord(sql: SqlExecutor, id: bigint): Promise<LockedRecord | undefined> {
   const [row] = await sql.query<LockedRecord>(
-    `SELECT id, scope, operation, idempotency_key AS "idempotencyKey", status, provider, provider_reference AS "providerReference",
+    `SELECT id, scope, operation, idempotency_key AS "idempotencyKey", status, resource_type AS "resourceType", provider, provider_reference AS "providerReference",
             amount_minor AS "amountMinor", currency
        FROM idempotency_records WHERE id = $1::bigint FOR UPDATE`,
     [id],
@@ -195,13 +210,8 @@ export async function requestCompensation(ctx: CompensationContext, body: Reques
           amountMinor: record.amountMinor?.toString() ?? null,
           currency: record.currency,
         };
-        if (record.status !== "completed") {
-          throw new NotCompensableError(`Only completed records can be compensated; record ${record.id} is ${record.status}.`, facts);
-        }
-        const missing = (["provider", "providerReference", "amountMinor", "currency"] as const).filter((k) => record[k] === null);
-        if (missing.length) {
-          throw new NotCompensableError(`Record ${record.id} has no ${missing.join(", ")}: there is no charge at a provider to compensate.`, facts);
-        }
+        const can = compensability(record);
+        if (!can.allowed) throw new NotCompensableError(can.reason!, facts);
         if (body.currency !== undefined && body.currency !== record.currency) {
           throw new UnprocessableCompensationError(
             "currency-mismatch",

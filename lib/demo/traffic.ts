@@ -119,7 +119,7 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
-class Rng {
+export class Rng {
   readonly next: () => number;
   constructor(seed: number) {
     this.next = mulberry32(seed);
@@ -204,7 +204,7 @@ export const DEMO_TENANTS: readonly Tenant[] = [
   { scope: "tenant:hooli", weight: 10, currencies: [["USD", 0.8], ["CAD", 0.2]], providers: [["mockpay", 0.5], ["acmepay", 0.5]], invoicePrefix: "HOO" },
 ];
 
-const PROVIDER_PREFIX: Record<string, { charge: string; refund: string; request: string; event: string }> = {
+export const PROVIDER_PREFIX: Record<string, { charge: string; refund: string; request: string; event: string }> = {
   mockpay: { charge: "mp_ch_", refund: "mp_re_", request: "mp_req_", event: "evt_" },
   acmepay: { charge: "acp_chg_", refund: "acp_rfd_", request: "acp_rq_", event: "acme_evt_" },
 };
@@ -217,6 +217,60 @@ const DECLINES = [
   ["expired_card", "Your card has expired."],
   ["authentication_required", "3-D Secure authentication failed."],
 ] as const;
+
+// ---------------------------------------------------------------------------
+// What services really leave in stored responses: customers' emails, card details
+// (a legacy checkout echoes the whole card), client secrets and session cookies —
+// what the console masks (lib/records/mask.ts) and reveals only with a reason.
+
+const FIRST_NAMES = ["jane", "omar", "li", "maria", "kofi", "anna", "raj", "sofia", "tom", "yuki", "lena", "diego"];
+const LAST_NAMES = ["doe", "haddad", "wei", "garcia", "mensah", "novak", "patel", "rossi", "baker", "tanaka", "fischer", "lopez"];
+const MAIL_DOMAINS = ["example.com", "mail.example.org", "example.net", "shop.example"];
+export const TEST_CARDS: readonly (readonly [string, string])[] = [
+  ["visa", "4"],
+  ["mastercard", "51"],
+  ["amex", "37"],
+  ["discover", "6011"],
+];
+
+/** A Luhn-valid test card number of the brand's length, grouped as printed. */
+export function cardNumber(rng: Rng, prefix: string, brand: string): string {
+  const length = brand === "amex" ? 15 : 16;
+  let digits = prefix;
+  while (digits.length < length - 1) digits += String(rng.int(0, 9));
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 0) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  digits += String((10 - (sum % 10)) % 10);
+  return brand === "amex" ? `${digits.slice(0, 4)} ${digits.slice(4, 10)} ${digits.slice(10)}` : digits.replace(/(\d{4})(?=\d)/g, "$1 ");
+}
+
+interface Customer {
+  email: string;
+  name: string;
+}
+
+export function customerOf(rng: Rng): Customer {
+  const first = rng.pick(FIRST_NAMES);
+  const last = rng.pick(LAST_NAMES);
+  return { email: `${first}.${last}${rng.int(1, 99)}@${rng.pick(MAIL_DOMAINS)}`, name: `${first[0].toUpperCase()}${first.slice(1)} ${last[0].toUpperCase()}${last.slice(1)}` };
+}
+
+/** Response headers a service stores with its answer: a session cookie and a request id beside the content type. */
+export function responseHeaders(rng: Rng, location?: string): [string, string][] {
+  return [
+    ...JSON_HEADERS,
+    ...(location ? ([["Location", location]] as [string, string][]) : []),
+    ["Set-Cookie", `checkout_session=${rng.base62(32)}; Path=/; HttpOnly; Secure; SameSite=Lax`],
+    ["X-Request-Id", `req_${rng.hex(16)}`],
+  ];
+}
 
 // ---------------------------------------------------------------------------
 // Plan
@@ -271,7 +325,7 @@ interface Plan {
 }
 
 /** Mixes integers into one 32-bit seed (murmur3's finaliser per part). */
-function mix(...parts: number[]): number {
+export function mix(...parts: number[]): number {
   let h = 0x9e3779b9;
   for (const p of parts) {
     let k = Math.imul(p | 0, 0xcc9e2d51);
@@ -360,6 +414,13 @@ function planTraffic(seed: number, days: number, requests: number, nowMs: number
     const correlationId = `cor_${rng.hex(24)}`;
     const orderId = `ord_${rng.base62(14)}`;
     const customerId = `cus_${rng.base62(10)}`;
+    // Sensitive details from a stream of their own, so every other draw stays as it was.
+    const secrets = new Rng(mix(seed, c, 0x5ec));
+    const customer = customerOf(secrets);
+    const [brand, cardPrefix] = secrets.pick(TEST_CARDS);
+    const card = cardNumber(secrets, cardPrefix, brand);
+    const expiry = `${String(secrets.int(1, 12)).padStart(2, "0")}/${secrets.int(27, 31)}`;
+    const legacyEcho = secrets.chance(0.35);
     // Log-normal-ish basket, priced the way shops price: …99.
     const amountMinor = Math.max(199, Math.round(Math.exp(rng.float(6.4, 10.3)) / 100) * 100 - 1);
     const items = rng.int(1, 4);
@@ -419,10 +480,11 @@ function planTraffic(seed: number, days: number, requests: number, nowMs: number
           : completion(
               orderAt + orderLatency,
               201,
-              { id: orderId, status: "created", amount_minor: amountMinor, currency },
+              { id: orderId, status: "created", amount_minor: amountMinor, currency, customer: { id: customerId, email: customer.email, name: customer.name } },
               {
                 resourceId: orderId,
                 location: `/v1/orders/${orderId}`,
+                headers: responseHeaders(secrets, `/v1/orders/${orderId}`),
                 outbox: orderOutbox ? [{ topic: "order.created", payload: { order_id: orderId, amount_minor: amountMinor, currency } }] : [],
               },
             ),
@@ -455,8 +517,21 @@ function planTraffic(seed: number, days: number, requests: number, nowMs: number
       const outcome = completion(
         at,
         201,
-        { id: paymentId, status: "captured", order_id: orderId, amount_minor: amountMinor, currency, provider, provider_reference: reference },
-        { resourceId: paymentId, providerReference: reference, location: `/v1/payments/${paymentId}`, outbox },
+        {
+          id: paymentId,
+          status: "captured",
+          order_id: orderId,
+          amount_minor: amountMinor,
+          currency,
+          provider,
+          provider_reference: reference,
+          receipt_email: customer.email,
+          client_secret: `${paymentId}_secret_${secrets.base62(24)}`,
+          payment_method: legacyEcho
+            ? { type: "card", card: { brand, number: card, exp: expiry, cvc: String(secrets.int(100, 999)) } }
+            : { type: "card", card: { brand, last4: card.slice(-4), exp: expiry } },
+        },
+        { resourceId: paymentId, providerReference: reference, location: `/v1/payments/${paymentId}`, outbox, headers: responseHeaders(secrets, `/v1/payments/${paymentId}`) },
       );
       return { at, paymentId, reference, outcome };
     };
@@ -647,13 +722,13 @@ function completion(
   at: number,
   code: number,
   body: Record<string, unknown>,
-  extra: { resourceId?: string; providerReference?: string; location?: string; outbox?: { topic: string; payload: unknown }[] },
+  extra: { resourceId?: string; providerReference?: string; location?: string; headers?: [string, string][]; outbox?: { topic: string; payload: unknown }[] },
 ): Outcome {
   return {
     type: "complete",
     at,
     code,
-    headers: extra.location ? [...JSON_HEADERS, ["Location", extra.location]] : JSON_HEADERS,
+    headers: extra.headers ?? (extra.location ? [...JSON_HEADERS, ["Location", extra.location]] : JSON_HEADERS),
     body: JSON.stringify(body),
     resourceId: extra.resourceId,
     providerReference: extra.providerReference,

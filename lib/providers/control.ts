@@ -26,6 +26,8 @@ export interface SeedRequest {
   reason?: string;
   /** succeeded only: the charge's reference; default derived from requestId (chargeIdForRequest), so re-seeding changes nothing. */
   reference?: string;
+  /** succeeded/failed: the provider answers later — lookups say "processing" until this time (ISO 8601). */
+  answerAt?: string;
 }
 
 export interface SeedCharge {
@@ -60,6 +62,8 @@ export interface ProviderState {
     amountMinor: bigint | null;
     currency: string | null;
     reason: string | null;
+    /** Set when the answer is held back until then. */
+    answerAt?: string;
   }[];
   charges: { reference: string; amountMinor: bigint; currency: string; requestId: string | null; refundedMinor: bigint }[];
   refunds: {

@@ -12,6 +12,11 @@
  *     (a charge with the record's amount and currency, reference derived from the
  *     request id), ~25% failed (a decline reason), ~25% unknown (still processing).
  *
+ * With `answersFrom` (what `npm start` passes: the server's start), the provider answers
+ * later: each final outcome is held back until answersFrom + 2 min … 3 h (from the same
+ * hash), so the background reconciler does not settle every pending record within its
+ * first tick — the queue stays worth looking at while the demo runs.
+ *
  * Seeding again changes nothing (the provider upserts and reports unchanged rows).
  * The calls are batched (one POST per kind, per 5000 items). Bounded: at most the
  * newest SEED_LIMIT rows of each kind, so a big Postgres database never floods the
@@ -24,6 +29,12 @@ import { ProviderControl, type SeedCharge, type SeedRequest, type SeedResult } f
 export const SEED_LIMIT = 50_000;
 const BATCH = 5_000;
 const DECLINE_REASONS = ["card_declined", "insufficient_funds", "expired_card", "do_not_honor"];
+
+/** How long after `answersFrom` the provider holds a request's answer back: 2 min … 3 h, stable per request id. */
+export function demoAnswerDelayMs(requestId: string): number {
+  const h = createHash("sha256").update(`demo-delay:${requestId}`).digest();
+  return 120_000 + (h.readUInt32BE(0) % (178 * 60)) * 1000;
+}
 
 /** The outcome the demo provider reports for a pending request: stable per request id. */
 export function demoOutcomeFor(requestId: string): { status: "succeeded" | "failed" | "unknown"; reason?: string } {
@@ -44,7 +55,7 @@ type PendingRow = { provider_request_id: string; amount_minor: bigint | null; cu
 
 export async function seedDemoProvider(
   db: Database,
-  opts: { url?: string; log?: (line: string) => void } = {},
+  opts: { url?: string; log?: (line: string) => void; answersFrom?: Date } = {},
 ): Promise<DemoSeedSummary> {
   const url = opts.url ?? process.env.PROVIDER_URL;
   if (!url) throw new Error("PROVIDER_URL is not set: no demo provider to seed");
@@ -80,11 +91,13 @@ export async function seedDemoProvider(
     if (requests.has(r.provider_request_id)) continue;
     const outcome = demoOutcomeFor(r.provider_request_id);
     tally[outcome.status]++;
+    const later =
+      opts.answersFrom && outcome.status !== "unknown" ? { answerAt: new Date(opts.answersFrom.getTime() + demoAnswerDelayMs(r.provider_request_id)).toISOString() } : {};
     requests.set(
       r.provider_request_id,
       outcome.status === "succeeded"
-        ? { requestId: r.provider_request_id, status: "succeeded", amountMinor: r.amount_minor ?? 1000n, currency: r.currency?.trim() || "EUR" }
-        : { requestId: r.provider_request_id, ...outcome },
+        ? { requestId: r.provider_request_id, status: "succeeded", amountMinor: r.amount_minor ?? 1000n, currency: r.currency?.trim() || "EUR", ...later }
+        : { requestId: r.provider_request_id, ...outcome, ...later },
     );
   }
 

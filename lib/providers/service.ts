@@ -28,6 +28,8 @@
  *   POST   /_control/requests {requests:[{requestId, status:"succeeded"|"failed"|"unknown"|"processing",
  *                               amountMinor?, currency?, reason?, reference?}]}
  *          "unknown" is stored as "processing" (the provider has no final answer);
+ *          answerAt (ISO 8601, succeeded/failed only): the provider "answers later" — lookups
+ *          say processing until then (a slow bank, a 3-D Secure challenge still open);
  *          a succeeded request without `reference` gets a charge id derived from its
  *          request id, so seeding twice changes nothing.  → {created, updated, unchanged}
  *   POST   /_control/charges  {charges:[{reference, amountMinor, currency, requestId?}]} → {created, updated, unchanged}
@@ -60,6 +62,8 @@ export interface ChargeRequestRecord {
   /** The charge it created (succeeded only). */
   charge: string | null;
   reason: string | null;
+  /** The final answer is known only from this time on (ISO 8601); lookups before it say "processing". */
+  answerAt?: string | null;
 }
 export interface ChargeRecord {
   id: string;
@@ -207,7 +211,8 @@ export class ProviderLedger {
     if (!r) {
       throw new HttpError(404, "invalid_request_error", "resource_missing", `no such request: ${requestId}`);
     }
-    if (r.status === "succeeded") {
+    const later = r.answerAt && Date.now() < Date.parse(r.answerAt);
+    if (r.status === "succeeded" && !later) {
       const c = r.charge ? this.state.charges.get(r.charge) : undefined;
       return {
         status: 200,
@@ -219,7 +224,7 @@ export class ProviderLedger {
         },
       };
     }
-    if (r.status === "failed") return { status: 200, body: { id: r.requestId, object: "charge_request", status: "failed", reason: r.reason } };
+    if (r.status === "failed" && !later) return { status: 200, body: { id: r.requestId, object: "charge_request", status: "failed", reason: r.reason } };
     return { status: 200, body: { id: r.requestId, object: "charge_request", status: "processing" } };
   }
 
@@ -320,18 +325,26 @@ export class ProviderLedger {
         throw new HttpError(400, "invalid_request_error", "parameter_invalid", `requests[${i}].status must be succeeded, failed or unknown`);
       }
       const status: RequestStatus = s === "unknown" ? "processing" : (s as RequestStatus);
+      let answerAt: string | null = null;
+      if (o.answerAt !== undefined && o.answerAt !== null) {
+        if (typeof o.answerAt !== "string" || Number.isNaN(Date.parse(o.answerAt)) || status === "processing") {
+          throw new HttpError(400, "invalid_request_error", "parameter_invalid", `requests[${i}].answerAt must be an ISO 8601 time, for a succeeded or failed request`);
+        }
+        answerAt = new Date(o.answerAt).toISOString();
+      }
       if (status !== "succeeded") {
-        return { requestId, status, reason: status === "failed" ? (parseString(o.reason, `requests[${i}].reason`, { optional: true, max: 2000 }) ?? "declined") : null, charge: null };
+        return { requestId, status, answerAt, reason: status === "failed" ? (parseString(o.reason, `requests[${i}].reason`, { optional: true, max: 2000 }) ?? "declined") : null, charge: null };
       }
       const reference = parseString(o.reference, `requests[${i}].reference`, { optional: true }) ?? chargeIdForRequest(requestId);
       const amountMinor = parseAmount(o.amountMinor ?? 1000, `requests[${i}].amountMinor`, { positive: false });
       const currency = parseCurrency(o.currency ?? "EUR", `requests[${i}].currency`);
-      return { requestId, status, reason: null, charge: { id: reference, amountMinor, currency } };
+      return { requestId, status, answerAt, reason: null, charge: { id: reference, amountMinor, currency } };
     });
     for (const p of parsed) {
       const before = this.state.requests.get(p.requestId);
-      const next: ChargeRequestRecord = { requestId: p.requestId, status: p.status, charge: p.charge?.id ?? null, reason: p.reason };
-      let changed = !before || before.status !== next.status || before.charge !== next.charge || before.reason !== next.reason;
+      const next: ChargeRequestRecord = { requestId: p.requestId, status: p.status, charge: p.charge?.id ?? null, reason: p.reason, ...(p.answerAt ? { answerAt: p.answerAt } : {}) };
+      let changed =
+        !before || before.status !== next.status || before.charge !== next.charge || before.reason !== next.reason || (before.answerAt ?? null) !== (next.answerAt ?? null);
       if (p.charge) changed = this.upsertCharge({ ...p.charge, requestId: p.requestId }) || changed;
       if (!before) counts.created++;
       else if (changed) counts.updated++;
@@ -411,6 +424,7 @@ export class ProviderLedger {
           amountMinor: c ? wireAmount(c.amountMinor) : null,
           currency: c?.currency ?? null,
           reason: r.reason,
+          ...(r.answerAt ? { answerAt: r.answerAt } : {}),
         };
       }),
       charges: [...this.state.charges.values()].map((c) => ({

@@ -100,6 +100,50 @@ export function isResolvable(record: { status: string; operation: string; update
   return record.updatedAt.getTime() < now.getTime() - threshold * 1000;
 }
 
+/** Why "Check with provider" cannot work on a record right now (null: it can). */
+export type NothingToCheckCause = "no_provider_request" | "not_open" | "not_stuck_yet" | "checking";
+
+export interface CheckAvailability {
+  allowed: boolean;
+  cause: NothingToCheckCause | null;
+  /** For the operator: why not, and what to do instead. */
+  reason: string | null;
+}
+
+/**
+ * Whether asking the provider can work for this record: it has an open reconciliation
+ * item, or it is pending / stuck and names the provider request to ask about. The
+ * record page disables the action with this reason; POST …/reconcile refuses with it.
+ */
+export function checkAvailability(
+  record: { status: string; operation: string; updatedAt: Date; providerRequestId: string | null; provider?: string | null },
+  items: { openItem: boolean; checking: boolean },
+  now: Date,
+  stuck: StuckThresholds,
+): CheckAvailability {
+  if (items.checking) return { allowed: false, cause: "checking", reason: "Another check of this record is running right now; wait for its result." };
+  if (items.openItem) return { allowed: true, cause: null, reason: null };
+  if (record.status !== "pending" && record.status !== "processing") {
+    return { allowed: false, cause: "not_open", reason: `The record is ${record.status} and has no open reconciliation item: there is nothing to ask the provider.` };
+  }
+  if (!isResolvable(record, now, stuck)) {
+    const threshold = stuck.byOperation[record.operation] ?? stuck.defaultSeconds;
+    return {
+      allowed: false,
+      cause: "not_stuck_yet",
+      reason: `The record is processing (its worker may still be running); it can be checked once it is stuck, ${Math.round(threshold / 60)} min after its last change.`,
+    };
+  }
+  if (!record.providerRequestId) {
+    return {
+      allowed: false,
+      cause: "no_provider_request",
+      reason: `The record names no provider request id, so there is nothing to ask the provider: resolve it by hand with what the provider's dashboard shows.`,
+    };
+  }
+  return { allowed: true, cause: null, reason: null };
+}
+
 const JSON_HEADERS: HeaderPairs = [["content-type", "application/json"]];
 const PROBLEM_HEADERS: HeaderPairs = [["content-type", "application/problem+json"]];
 

@@ -104,7 +104,8 @@ export interface BulkRecordOutcome {
   recordId: bigint;
   ok: boolean;
   outcome: ReconcileOutcome | null;
-  error: { status: number; title: string; detail: string } | null;
+  /** Why this record was not checked: the refusal's own title, detail and (409) cause — never a generic label. */
+  error: { status: number; title: string; detail: string; cause?: string } | null;
 }
 
 export interface BulkResult {
@@ -162,14 +163,17 @@ export async function reconcileBulk(
           const outcome = await reconcileRecord(db, recordId, actor, { ...opts, config, reason: body.reason });
           return { recordId, ok: true, outcome, error: null };
         } catch (err) {
-          if (err instanceof ProblemError) return { recordId, ok: false, outcome: null, error: { status: err.status, title: err.title, detail: err.message } };
+          if (err instanceof ProblemError) {
+            const cause = typeof err.extensions.cause === "string" ? err.extensions.cause : undefined;
+            return { recordId, ok: false, outcome: null, error: { status: err.status, title: err.title, detail: err.message, ...(cause ? { cause } : {}) } };
+          }
           console.error(`bulk reconcile: record ${recordId}:`, err);
           return { recordId, ok: false, outcome: null, error: { status: 500, title: "Internal error", detail: "The check failed; it has been logged." } };
         }
       });
       const summary: Record<string, number> = {};
       for (const o of outcomes) {
-        const k = o.outcome ? o.outcome.action : "refused";
+        const k = o.outcome ? o.outcome.action : o.error?.status === 409 && o.error.cause ? "nothing_to_check" : "refused";
         summary[k] = (summary[k] ?? 0) + 1;
       }
       return { dryRun: false, ...base, outcomes, summary };

@@ -2,12 +2,25 @@ import { Prisma } from "../generated/prisma/client";
 import { appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor, type SystemActor } from "../auth/users";
 import type { Database } from "../db/client";
-import { NotFoundError, StateConflictError } from "../idempotency/errors";
+import { ProblemError } from "../api/problem";
+import { NotFoundError } from "../idempotency/errors";
 import { adapterFor } from "../providers/registry";
 import { ProviderUnavailableError, UnknownProviderError, type LookupOutcome } from "../providers/types";
 import { readSideConfig, type StuckThresholds } from "../records/config";
-import { completedResponse, currentState, failedResponse, isResolvable, settleRecord } from "./apply";
+import { checkAvailability, completedResponse, currentState, failedResponse, settleRecord, type NothingToCheckCause } from "./apply";
 import { backoffSeconds, reconcileConfigFromEnv, type ReconcileConfig } from "./config";
+
+
+/**
+ * 409: asking the provider cannot work for this record (no open item and no provider
+ * request to ask about, not stuck yet, or another check running). Its own problem type
+ * and `cause`, so a bulk check names the real reason per row — nothing changed.
+ */
+export class NothingToCheckError extends ProblemError {
+  constructor(detail: string, cause: NothingToCheckCause, current: Record<string, unknown>) {
+    super(409, "nothing-to-check", "Nothing to ask the provider", detail, { cause, current });
+  }
+}
 
 /**
  * Reconciliation: ask the provider what became of an uncertain request, then
@@ -406,7 +419,7 @@ async function settle(
           ? answer.kind === "unusable"
             ? `Nothing to ask the provider (${answer.reason}): the item needs a decision by hand.`
             : `${what}; after ${attempts} attempts the item needs a decision by hand.`
-          : `${what}; the record stays ${record?.status ?? "as it is"}, next check ${next!.toISOString()}.`;
+          : `${what}; the record stays ${record?.status ?? "as it is"} until its next check.`;
       }
 
       let auditId: bigint | null = null;
@@ -498,20 +511,16 @@ export async function reconcileRecord(
         orderBy: { nextCheckAt: "desc" },
         select: { nextCheckAt: true },
       });
-      if (busy) {
-        throw new StateConflictError(
-          `Another check of this record is running right now (its claim lasts until ${busy.nextCheckAt?.toISOString() ?? "?"}); wait for its result.`,
-          state,
-        );
-      }
-      if (isResolvable(record, now, ctx.stuck)) item = await openClaimedItem(db, recordId, now, ctx.config.leaseSeconds);
+      const can = checkAvailability(record, { openItem: false, checking: busy !== null }, now, ctx.stuck);
+      if (can.allowed) item = await openClaimedItem(db, recordId, now, ctx.config.leaseSeconds);
       if (!item) {
-        throw new StateConflictError(
-          isResolvable(record, now, ctx.stuck)
-            ? `The record is ${record.status} but names no provider request id, so there is nothing to ask the provider: resolve it by hand.`
-            : `Nothing to reconcile: the record is ${record.status} (version ${record.version}) and has no open reconciliation item.`,
-          state,
-        );
+        const detail =
+          can.cause === "checking"
+            ? `Another check of this record is running right now (its claim lasts until ${busy?.nextCheckAt?.toISOString() ?? "?"}); wait for its result.`
+            : can.cause === "no_provider_request"
+              ? `The record is ${record.status} but names no provider request id, so there is nothing to ask the provider: resolve it by hand.`
+              : `Nothing to reconcile: the record is ${record.status} (version ${record.version}) and has no open reconciliation item.`;
+        throw new NothingToCheckError(detail, can.cause ?? "not_open", state);
       }
     }
     ctx.onLookup?.(item);

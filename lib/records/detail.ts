@@ -7,6 +7,9 @@ import { compensationsOfRecord, type CompensationRow } from "../compensations/mo
 import type { Database } from "../db/client";
 import type { SqlExecutor } from "../db/sql";
 import { NotFoundError } from "../idempotency/errors";
+import { compensability } from "../compensations/compensable";
+import { checkAvailability, type CheckAvailability } from "../reconcile/apply";
+import { readSideConfig, type StuckThresholds } from "./config";
 import { DEFAULT_WINDOW_SECONDS, duplicatesOfRecord, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS, type SuspectedDuplicate } from "./duplicates";
 import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedField, type MaskRules } from "./mask";
 import { durationParam, optional } from "./params";
@@ -83,6 +86,10 @@ export interface RecordDetail {
   duplicateWindowSeconds: number;
   /** Refunds/voids/cancels of this record's charge, oldest first. */
   compensations: CompensationRow[];
+  /** Whether "Check with provider" can work now, and why not (the record page disables it with this reason). */
+  checkWithProvider: CheckAvailability;
+  /** Whether its charge can be compensated at all, and why not. */
+  compensation: { allowed: boolean; reason: string | null };
 }
 
 export async function loadRecord(sql: SqlExecutor, id: bigint): Promise<RecordFull> {
@@ -120,10 +127,11 @@ export function responseView(record: RecordFull, access: BodyAccess, rules?: Mas
 export async function recordDetail(
   sql: SqlExecutor,
   id: bigint,
-  opts: { bodyAccess: BodyAccess; windowSeconds?: number; rules?: MaskRules },
+  opts: { bodyAccess: BodyAccess; windowSeconds?: number; rules?: MaskRules; now?: Date; stuck?: StuckThresholds },
 ): Promise<RecordDetail> {
   const record = await loadRecord(sql, id);
   const windowSeconds = opts.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
+  const now = opts.now ?? new Date();
   const [events, total, reconciliationItems, outboxMessages, audit, suspectedDuplicates, compensations] = await Promise.all([
     sql.query<TimelineEvent>(
       `SELECT * FROM (
@@ -164,6 +172,7 @@ export async function recordDetail(
   const { responseHeaders: _h, responseBody: _b, responseHeadersShape: _s, responseHeadersUnreadable: _u, ...summary } = record;
   const n = Number(total[0].n);
   const rules = opts.rules ?? buildMaskRules();
+  const items = reconciliationItems as { state: string; nextCheckAt: Date | null }[];
   return {
     record: summary,
     response: responseView(record, opts.bodyAccess, rules),
@@ -175,6 +184,16 @@ export async function recordDetail(
     suspectedDuplicates,
     duplicateWindowSeconds: windowSeconds,
     compensations,
+    checkWithProvider: checkAvailability(
+      record,
+      {
+        openItem: items.some((i) => i.state === "open" || i.state === "needs_manual" || (i.state === "checking" && i.nextCheckAt !== null && i.nextCheckAt <= now)),
+        checking: items.some((i) => i.state === "checking" && i.nextCheckAt !== null && i.nextCheckAt > now),
+      },
+      now,
+      opts.stuck ?? readSideConfig().stuck,
+    ),
+    compensation: compensability(record),
   };
 }
 

@@ -48,25 +48,32 @@ export const duplicatesQuerySchema = z
   })
   .strict()
   .transform((v, ctx) => {
-    const range = resolveRange(v, { defaultSpanMs: DAY_MS, maxSpanMs: 31 * DAY_MS });
+    // No range given: every record still held (the keys' whole lifetime), resolved by findDuplicates.
+    if (v.from === undefined && v.to === undefined) return { ...rest(v), from: undefined, to: undefined };
+    // A range: at most 31 days across all customers; any length for one scope (its index bounds the work).
+    const range = resolveRange(v, { defaultSpanMs: DAY_MS, maxSpanMs: v.scope ? Number.MAX_SAFE_INTEGER : 31 * DAY_MS });
     if (typeof range === "string") {
       ctx.addIssue({ code: "custom", message: range, path: ["from"] });
       return z.NEVER;
     }
-    return {
-      ...range,
-      windowSeconds: v.window ?? DEFAULT_WINDOW_SECONDS,
-      scope: v.scope,
-      operation: v.operation,
-      bases: v.basis === undefined || v.basis === "both" ? [...DUPLICATE_BASES] : [v.basis],
-      limit: v.limit ?? 100,
-    };
+    return { ...rest(v), ...range };
   });
+
+function rest(v: { window?: number; scope?: string; operation?: string; basis?: DuplicateBasis | "both"; limit?: number }) {
+  return {
+    windowSeconds: v.window ?? DEFAULT_WINDOW_SECONDS,
+    scope: v.scope,
+    operation: v.operation,
+    bases: v.basis === undefined || v.basis === "both" ? [...DUPLICATE_BASES] : [v.basis],
+    limit: v.limit ?? 100,
+  };
+}
 
 export type DuplicatesQuery = z.output<typeof duplicatesQuerySchema>;
 export interface DuplicatesInput {
-  from: Date;
-  to: Date;
+  /** Both absent: every record still held (from the oldest one, of the scope when given, until now). */
+  from?: Date;
+  to?: Date;
   windowSeconds?: number;
   scope?: string;
   operation?: string;
@@ -102,8 +109,11 @@ export interface DuplicateCluster {
 }
 
 export interface DuplicatesResult {
+  /** The range searched (records created in [from, to)); with `lifetime`, from is the oldest record held. */
   from: Date;
   to: Date;
+  /** No range was asked for: every record still held was searched (the keys' whole lifetime). */
+  lifetime: boolean;
   windowSeconds: number;
   bases: DuplicateBasis[];
   clusters: DuplicateCluster[];
@@ -122,7 +132,7 @@ const ANCHOR_WHERE: Record<DuplicateBasis, string> = {
 };
 
 /** The pair-finding SQL (exported for the EXPLAIN test). */
-export function duplicatePairsSql(input: DuplicatesInput): { text: string; values: unknown[] } {
+export function duplicatePairsSql(input: DuplicatesInput & { from: Date; to: Date }): { text: string; values: unknown[] } {
   const p = paramList();
   const from = p.add(input.from);
   const to = p.add(input.to);
@@ -147,11 +157,31 @@ export function duplicatePairsSql(input: DuplicatesInput): { text: string; value
   return { text: `${branches.join(" UNION ALL ")} ORDER BY last_at DESC LIMIT ${cap}`, values: p.values };
 }
 
+/**
+ * The range of "every record still held": from the oldest record (of the scope, when given)
+ * to now, or just past the newest record when a writer's clock runs ahead. Both ends come
+ * from the ends of (created_at, id) or (scope, created_at, id): two index probes.
+ */
+export async function lifetimeRange(sql: SqlExecutor, scope: string | undefined, now = new Date()): Promise<{ from: Date; to: Date }> {
+  const [row] = await sql.query<{ oldest: Date | null; newest: Date | null }>(
+    `SELECT min(created_at) AS oldest, max(created_at) AS newest FROM idempotency_records${scope ? " WHERE scope = $1" : ""}`,
+    scope ? [scope] : [],
+  );
+  const newest = row?.newest ? new Date(row.newest).getTime() + 1 : 0;
+  const to = new Date(Math.max(now.getTime(), newest));
+  const from = row?.oldest ? new Date(row.oldest) : now;
+  return { from: from < to ? from : new Date(to.getTime() - 1), to };
+}
+
 export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): Promise<DuplicatesResult> {
   const windowSeconds = input.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
   const bases = input.bases ?? [...DUPLICATE_BASES];
   const limit = Math.min(input.limit ?? 100, MAX_CLUSTERS);
-  const { text, values } = duplicatePairsSql({ ...input, windowSeconds, bases });
+  const lifetime = input.from === undefined && input.to === undefined;
+  const { from, to } = lifetime
+    ? await lifetimeRange(sql, input.scope)
+    : { from: input.from ?? new Date((input.to ?? new Date()).getTime() - DAY_MS), to: input.to ?? new Date() };
+  const { text, values } = duplicatePairsSql({ ...input, from, to, windowSeconds, bases });
   const raw = await sql.query<{ first: bigint; second: bigint; basis: DuplicateBasis; secondsApart: number }>(text, values);
   let truncated = raw.length > MAX_PAIRS;
   const rows = raw.slice(0, MAX_PAIRS);
@@ -204,7 +234,7 @@ export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): 
     clusters = clusters.slice(0, limit);
     truncated = true;
   }
-  return { from: input.from, to: input.to, windowSeconds, bases, clusters, truncated };
+  return { from, to, lifetime, windowSeconds, bases, clusters, truncated };
 }
 
 function same<T>(values: T[]): T | null {
@@ -238,18 +268,24 @@ export interface SuspectedDuplicate extends RecordSummary {
   basis: DuplicateBasis[];
   /** Positive: created after the record in question. */
   secondsApart: number;
+  /**
+   * The cluster member it pairs with when that is not the record in question (a third
+   * click minutes after the second); absent for the record's direct partners.
+   */
+  via?: bigint;
 }
 
-/** The suspected duplicates of one record, within ±window (record detail). */
-export async function duplicatesOfRecord(
-  sql: SqlExecutor,
-  record: Pick<RecordSummary, "id" | "scope" | "operation" | "idempotencyKey" | "payloadHash" | "resourceId" | "amountMinor" | "currency" | "createdAt">,
-  windowSeconds = DEFAULT_WINDOW_SECONDS,
-): Promise<SuspectedDuplicate[]> {
+/** At most this many records of one record's cluster are read (a cluster is a handful of clicks). */
+export const MAX_CLUSTER_RECORDS = 50;
+
+type DuplicateProbe = Pick<RecordSummary, "id" | "scope" | "operation" | "idempotencyKey" | "payloadHash" | "resourceId" | "amountMinor" | "currency" | "createdAt">;
+
+/** The direct partners of one record within ±window, by either rule (two index probes). */
+async function partnersOf(sql: SqlExecutor, record: DuplicateProbe, windowSeconds: number): Promise<(RecordSummary & { basis: DuplicateBasis })[]> {
   const near = `b.idempotency_key <> $4 AND b.created_at BETWEEN $5::timestamptz - make_interval(secs => $6)
                 AND $5::timestamptz + make_interval(secs => $6)`;
   const hasResource = record.resourceId !== null && record.amountMinor !== null && record.currency !== null;
-  const rows = await sql.query<RecordSummary & { basis: DuplicateBasis }>(
+  return sql.query<RecordSummary & { basis: DuplicateBasis }>(
     `SELECT ${recordColumns("b")}, 'payload_hash'::text AS basis FROM idempotency_records b
       WHERE b.scope = $1 AND b.operation = $2 AND b.payload_hash = $3 AND ${near}
      ${
@@ -269,11 +305,38 @@ export async function duplicatesOfRecord(
       ...(hasResource ? [record.resourceId, record.amountMinor, record.currency] : []),
     ],
   );
+}
+
+/**
+ * The suspected duplicates of one record (record detail): its whole cluster under the
+ * duplicates screen's rules — its partners within ±window, their partners, and so on —
+ * so the record page always lists what /duplicates groups with it, however the clicks
+ * were spread. Each hop is the same two index probes; at most MAX_CLUSTER_RECORDS.
+ */
+export async function duplicatesOfRecord(sql: SqlExecutor, record: DuplicateProbe, windowSeconds = DEFAULT_WINDOW_SECONDS): Promise<SuspectedDuplicate[]> {
   const out = new Map<bigint, SuspectedDuplicate>();
-  for (const { basis, ...r } of rows) {
-    const d = out.get(r.id) ?? { ...r, basis: [], secondsApart: Math.round((r.createdAt.getTime() - record.createdAt.getTime()) / 1000) };
-    if (!d.basis.includes(basis)) d.basis.push(basis);
-    out.set(r.id, d);
+  const seen = new Set<bigint>([record.id]);
+  let frontier: DuplicateProbe[] = [record];
+  while (frontier.length && out.size < MAX_CLUSTER_RECORDS) {
+    const next: DuplicateProbe[] = [];
+    for (const member of frontier) {
+      for (const { basis, ...r } of await partnersOf(sql, member, windowSeconds)) {
+        if (r.id === record.id) continue;
+        const d = out.get(r.id) ?? {
+          ...r,
+          basis: [],
+          secondsApart: Math.round((r.createdAt.getTime() - record.createdAt.getTime()) / 1000),
+          ...(member.id === record.id ? {} : { via: member.id }),
+        };
+        if ((member.id === record.id || d.via === member.id) && !d.basis.includes(basis)) d.basis.push(basis);
+        out.set(r.id, d);
+        if (!seen.has(r.id)) {
+          seen.add(r.id);
+          next.push(r);
+        }
+      }
+    }
+    frontier = next;
   }
-  return [...out.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  return [...out.values()].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime()).slice(0, MAX_CLUSTER_RECORDS);
 }

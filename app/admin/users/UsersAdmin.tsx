@@ -2,7 +2,8 @@
 
 import { Fragment, useEffect, useState, type FormEvent } from "react";
 import { ActionNotice, useAction } from "@/components/client/use-action";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { ROLE_DESCRIPTIONS, ROLES, type Role } from "@/lib/auth/permissions";
 import type { SessionView } from "@/lib/auth/sessions";
 import type { UserView } from "@/lib/auth/users";
@@ -28,7 +29,7 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
       <InviteForm busy={busy} run={run} />
 
       <h2 className="section-title">Users</h2>
-      <table className="admin-table" data-testid="users-table">
+      <table className="admin-table stack-table" data-testid="users-table">
         <thead>
           <tr>
             <th>User</th>
@@ -46,29 +47,29 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
             return (
               <Fragment key={u.id}>
                 <tr data-testid={`user-row-${u.email}`}>
-                  <td>
+                  <td data-label="User">
                     <div>{u.email}</div>
                     {u.name && <div className="subtle">{u.name}</div>}
                     {self && <div className="subtle">(you)</div>}
                   </td>
-                  <td>
+                  <td data-label="Roles">
                     {u.roles.map((r) => (
                       <span key={r} className="role-badge" title={ROLE_DESCRIPTIONS[r]}>
                         {r}
                       </span>
                     ))}
                   </td>
-                  <td>
+                  <td data-label="Status">
                     <span className={`status-badge ${u.disabled ? "off" : "on"}`} data-testid="user-status">
                       {u.disabled ? "disabled" : "active"}
                     </span>
                   </td>
-                  <td className="subtle">{[u.hasPassword && "password", u.sso && "SSO"].filter(Boolean).join(", ") || "not set up"}</td>
-                  <td className="subtle nowrap">
-                    {formatTime(u.lastSignInAt)}
+                  <td data-label="Sign-in" className="subtle">{[u.hasPassword && "password", u.sso && "SSO"].filter(Boolean).join(", ") || "not set up"}</td>
+                  <td data-label="Last sign-in" className="subtle nowrap">
+                    <When iso={u.lastSignInAt} fallback="never" />
                     {u.activeSessions ? <div data-testid="user-sessions">{u.activeSessions} active session{u.activeSessions === 1 ? "" : "s"}</div> : null}
                   </td>
-                  <td>
+                  <td data-label="Actions">
                     <div className="row-actions">
                       <button type="button" disabled={busy} onClick={() => setPending({ userId: u.id, kind: "roles" })}>
                         Change roles
@@ -306,14 +307,14 @@ function SessionsForm({ user, busy, onCancel, onSubmit }: { user: UserView; busy
           <tbody>
             {sessions.map((s) => (
               <tr key={s.id}>
-                <td className="nowrap">{formatTime(s.createdAt)}</td>
-                <td className="nowrap">{formatTime(s.lastSeenAt)}</td>
+                <td className="nowrap"><When iso={s.createdAt} /></td>
+                <td className="nowrap"><When iso={s.lastSeenAt} /></td>
                 <td>{s.method === "sso" ? `single sign-on${s.provider ? ` (${s.provider})` : ""}` : "password"}</td>
                 <td>
                   {s.ip ?? "—"}
                   {s.userAgent && <div className="subtle">{s.userAgent.slice(0, 80)}</div>}
                 </td>
-                <td className="nowrap">{formatTime(s.expiresAt)}</td>
+                <td className="nowrap"><When iso={s.expiresAt} /></td>
               </tr>
             ))}
           </tbody>

@@ -2,7 +2,9 @@
 
 import { Fragment, useState, type FormEvent } from "react";
 import { ActionNotice, useAction } from "@/components/client/use-action";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { formatInstant } from "@/components/time/format";
+import { useTimeZone, When } from "@/components/time/When";
 import type { TokenView } from "@/lib/auth/token-admin";
 
 export interface ScopeChoice {
@@ -15,6 +17,7 @@ export function TokensSettings({ initialTokens, scopes }: { initialTokens: Token
   const [tokens, setTokens] = useState(initialTokens);
   const [created, setCreated] = useState<{ token: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<string | null>(null);
+  const timeZone = useTimeZone();
 
   async function reload() {
     const { tokens } = await apiFetch<{ tokens: TokenView[] }>("/api/v1/tokens");
@@ -35,7 +38,7 @@ export function TokensSettings({ initialTokens, scopes }: { initialTokens: Token
           run(async () => {
             const res = await apiFetch<{ token: string; apiToken: TokenView; notice?: string }>("/api/v1/tokens", { method: "POST", body });
             setCreated({ token: res.token, name: res.apiToken.name });
-            return `Created the token “${res.apiToken.name}”, valid until ${formatTime(res.apiToken.expiresAt)}.${res.notice ? ` ${res.notice}` : ""}`;
+            return `Created the token “${res.apiToken.name}”, valid until ${formatInstant(res.apiToken.expiresAt, timeZone)}.${res.notice ? ` ${res.notice}` : ""}`;
           })
         }
       />
@@ -46,7 +49,7 @@ export function TokensSettings({ initialTokens, scopes }: { initialTokens: Token
           You have no API tokens yet.
         </p>
       ) : (
-        <table className="admin-table" data-testid="tokens-table">
+        <table className="admin-table stack-table" data-testid="tokens-table">
           <thead>
             <tr>
               <th>Name</th>
@@ -63,26 +66,26 @@ export function TokensSettings({ initialTokens, scopes }: { initialTokens: Token
             {tokens.map((t) => (
               <Fragment key={t.id}>
                 <tr data-testid={`token-row-${t.id}`}>
-                  <td>{t.name}</td>
-                  <td>
+                  <td data-label="Name">{t.name}</td>
+                  <td data-label="Token">
                     <code>{t.prefix}</code>
                   </td>
-                  <td>
+                  <td data-label="Scopes">
                     {t.scopes.map((s) => (
                       <span key={s} className="role-badge">
                         {s}
                       </span>
                     ))}
                   </td>
-                  <td className="subtle nowrap">{formatTime(t.createdAt)}</td>
-                  <td className="subtle nowrap">{formatTime(t.expiresAt)}</td>
-                  <td className="subtle nowrap">{t.lastUsedAt ? formatTime(t.lastUsedAt) : "never"}</td>
-                  <td>
+                  <td data-label="Created" className="subtle nowrap"><When iso={t.createdAt} /></td>
+                  <td data-label="Expires" className="subtle nowrap"><When iso={t.expiresAt} /></td>
+                  <td data-label="Last used" className="subtle nowrap"><When iso={t.lastUsedAt} fallback="never" /></td>
+                  <td data-label="Status">
                     <span className={`status-badge ${t.status === "active" ? "on" : "off"}`} data-testid="token-status">
-                      {t.status === "revoked" ? `revoked ${formatTime(t.revokedAt)}` : t.status.replace("_", " ")}
+                      {t.status === "revoked" ? <>revoked <When iso={t.revokedAt} /></> : t.status.replace("_", " ")}
                     </span>
                   </td>
-                  <td>
+                  <td data-label="Actions">
                     <div className="row-actions">
                       {!t.revokedAt && (
                         <button type="button" disabled={busy} onClick={() => setRevoking(t.id)}>

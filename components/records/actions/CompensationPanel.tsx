@@ -14,12 +14,27 @@ import type { RecordActionProps } from "./types";
  * record's other compensations. Approving happens in the Compensations section (or
  * at /compensations), by someone else.
  */
-export function CompensationPanel({ record, access, onChanged }: RecordActionProps) {
+export function CompensationPanel({ record, access, availability, onChanged }: RecordActionProps) {
   const [open, setOpen] = useState(false);
-  const compensable =
-    record.status === "completed" && record.provider !== null && record.providerReference !== null && record.amountMinor !== null && record.currency !== null;
   const comps = useRecordCompensations(record.id);
-  if (!access.requestCompensation || !compensable) return null;
+  if (!access.requestCompensation) return null;
+  // A refund record, or one that never charged anything: say why there is nothing to request (only for completed ones; open ones are resolved first).
+  if (!availability.compensation.allowed) {
+    if (record.status !== "completed") return null;
+    return (
+      <section className="panel action-panel comp-panel" data-testid="compensation-panel" aria-label="Compensation">
+        <h2>Compensation</h2>
+        <p>
+          <button type="button" disabled aria-describedby={`comp-why-${record.id}`} data-testid="compensation-open">
+            Request refund / void / cancel…
+          </button>{" "}
+          <span className="subtle" id={`comp-why-${record.id}`} data-testid="compensation-unavailable">
+            {availability.compensation.reason}
+          </span>
+        </p>
+      </section>
+    );
+  }
   const left = comps.data ? remainingMinor(record.amountMinor, comps.data.items) : null;
   return (
     <section className="panel action-panel comp-panel" data-testid="compensation-panel" aria-label="Compensation">

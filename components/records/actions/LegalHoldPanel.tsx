@@ -2,7 +2,8 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { apiFetch, formatTime } from "@/components/client/api";
+import { apiFetch } from "@/components/client/api";
+import { When } from "@/components/time/When";
 import { queryKeys } from "@/components/client/query-keys";
 import { useIntentKey } from "@/components/client/intent-key";
 import type { HoldJson } from "@/components/retention/shared";
@@ -61,7 +62,7 @@ export function LegalHoldPanel({ record, access, onChanged }: RecordActionProps)
         )}{" "}
         {held ? (
           <span data-testid="scope-hold-state">
-            Its scope <code>{record.scope}</code> is under a legal hold too (since {formatTime(held.setAt)}, {held.reason}).
+            Its scope <code>{record.scope}</code> is under a legal hold too (since <When iso={held.setAt} />, {held.reason}).
           </span>
         ) : null}
       </p>

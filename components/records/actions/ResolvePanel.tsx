@@ -4,7 +4,8 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import { absoluteTime, StatusBadge, Time } from "../ui";
+import { When } from "@/components/time/When";
+import { StatusBadge } from "../ui";
 import type { RecordActionProps } from "./types";
 
 /**
@@ -51,7 +52,7 @@ const message = (err: unknown) => (err instanceof Error ? err.message : String(e
 /** A lost answer (network) may be retried with the same key; any answer from the server ends the intent. */
 const answered = (err: unknown) => !(err instanceof ApiError && err.status === 0);
 
-export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
+export function ResolvePanel({ record, access, availability, onChanged }: RecordActionProps) {
   const client = useQueryClient();
   const [done, setDone] = useState<Notice>(null);
   const open = record.status === "pending" || record.status === "processing";
@@ -75,12 +76,12 @@ export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
       {open ? (
         <>
           <p className="subtle" data-testid="resolve-state">
-            The record is <StatusBadge status={record.status} /> since <Time iso={record.updatedAt} /> ({absoluteTime(record.updatedAt)}), version{" "}
+            The record is <StatusBadge status={record.status} /> since <When iso={record.updatedAt} />, version{" "}
             <strong data-testid="resolve-version">{record.version}</strong>.
             {record.status === "processing" ? " A processing record can be resolved only once it is stuck past its operation's threshold (the worker died)." : null}
           </p>
           <div className="resolve-grid">
-            {access.reconcile ? <CheckWithProvider recordId={record.id} onChanged={changed} /> : null}
+            {access.reconcile ? <CheckWithProvider recordId={record.id} can={availability.check} onChanged={changed} /> : null}
             {access.resolve ? (
               <ResolveByHand key={`${record.id}:${record.version}`} recordId={record.id} version={record.version} onChanged={changed} onReload={onChanged} />
             ) : null}
@@ -91,7 +92,7 @@ export function ResolvePanel({ record, access, onChanged }: RecordActionProps) {
   );
 }
 
-function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChanged: (text: string | null) => void }) {
+function CheckWithProvider({ recordId, can, onChanged }: { recordId: string; can: RecordActionProps["availability"]["check"]; onChanged: (text: string | null) => void }) {
   const [reason, setReason] = useState("");
   const [key, setKey] = useState(newIdempotencyKey);
   const [result, setResult] = useState<ReconcileOutcomeJson | null>(null);
@@ -114,7 +115,13 @@ function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChange
   return (
     <form className="resolve-form" onSubmit={submit} aria-label="Check with provider" data-testid="reconcile-form">
       <h3>Check with provider</h3>
-      <p className="subtle">Asks the provider what became of the request; the record follows its answer. No answer yet: the next check is scheduled.</p>
+      {can.allowed ? (
+        <p className="subtle">Asks the provider what became of the request; the record follows its answer. No answer yet: the next check is scheduled.</p>
+      ) : (
+        <p className="notice-muted" id={`check-why-${recordId}`} data-testid="reconcile-unavailable" data-cause={can.cause ?? undefined}>
+          Not available: {can.reason}
+        </p>
+      )}
       <label>
         Reason
         <input
@@ -129,17 +136,29 @@ function CheckWithProvider({ recordId, onChanged }: { recordId: string; onChange
           minLength={3}
           maxLength={2000}
           required
+          disabled={!can.allowed}
         />
       </label>
       <div>
-        <button type="submit" className="primary" data-testid="reconcile-submit" disabled={check.isPending || reason.trim().length < 3}>
+        <button
+          type="submit"
+          className="primary"
+          data-testid="reconcile-submit"
+          disabled={!can.allowed || check.isPending || reason.trim().length < 3}
+          aria-describedby={can.allowed ? undefined : `check-why-${recordId}`}
+        >
           {check.isPending ? "Asking the provider…" : "Check with provider"}
         </button>
       </div>
       {result ? (
         <p className={`notice ${result.action === "needs_manual" || result.action === "superseded" ? "error" : "ok"}`} role="status" data-testid="reconcile-result" data-action={result.action}>
           <strong>{ACTION_LABEL[result.action] ?? result.action}.</strong> {result.message}
-          {result.item && result.item.state === "open" && result.item.nextCheckAt ? <> Next check {absoluteTime(result.item.nextCheckAt)}.</> : null}
+          {result.item && result.item.state === "open" && result.item.nextCheckAt ? (
+            <>
+              {" "}
+              Next check: <When iso={result.item.nextCheckAt} />.
+            </>
+          ) : null}
         </p>
       ) : null}
       {check.isError ? (
@@ -158,6 +177,8 @@ export const ACTION_LABEL: Record<string, string> = {
   needs_manual: "Needs a decision by hand",
   confirmed: "Already decided; the provider agrees",
   superseded: "Someone else resolved it first",
+  nothing_to_check: "Nothing to ask the provider",
+  not_found: "Not found",
   refused: "Refused",
 };
 
@@ -310,7 +331,7 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
           {conflict.current ? (
             <p data-testid="resolve-conflict-current">
               Now: {conflict.current.status ? <StatusBadge status={conflict.current.status} /> : null} version {conflict.current.version ?? "?"}
-              {conflict.current.updatedAt ? <>, changed {absoluteTime(conflict.current.updatedAt)}</> : null}.
+              {conflict.current.updatedAt ? <>, changed <When iso={conflict.current.updatedAt} /></> : null}.
             </p>
           ) : null}
           <button

@@ -10,9 +10,16 @@ export interface RecordActionAccess {
   legalHold: boolean;
 }
 
+/** What can work on the record right now (from the record API), and why not. */
+export interface RecordActionAvailability {
+  check: { allowed: boolean; cause: string | null; reason: string | null };
+  compensation: { allowed: boolean; reason: string | null };
+}
+
 export interface RecordActionProps {
   record: Jsonified<RecordSummary>;
   access: RecordActionAccess;
+  availability: RecordActionAvailability;
   /** Refetches the record page after a change. */
   onChanged: () => void;
 }

@@ -17,29 +17,30 @@ import * as m12 from "@/app/api/v1/expiry/route";
 import * as m13 from "@/app/api/v1/export/[list]/route";
 import * as m14 from "@/app/api/v1/legal-holds/[id]/lift/route";
 import * as m15 from "@/app/api/v1/legal-holds/route";
-import * as m16 from "@/app/api/v1/purges/[id]/cancel/route";
-import * as m17 from "@/app/api/v1/purges/[id]/route";
-import * as m18 from "@/app/api/v1/purges/route";
-import * as m19 from "@/app/api/v1/queue/route";
-import * as m20 from "@/app/api/v1/reconcile/route";
-import * as m21 from "@/app/api/v1/records/[id]/legal-hold/route";
-import * as m22 from "@/app/api/v1/records/[id]/reconcile/route";
-import * as m23 from "@/app/api/v1/records/[id]/resolve/route";
-import * as m24 from "@/app/api/v1/records/[id]/reveal/route";
-import * as m25 from "@/app/api/v1/records/[id]/route";
-import * as m26 from "@/app/api/v1/records/route";
-import * as m27 from "@/app/api/v1/retention/dry-run/route";
-import * as m28 from "@/app/api/v1/retention/policies/[id]/route";
-import * as m29 from "@/app/api/v1/retention/policies/route";
-import * as m30 from "@/app/api/v1/session/route";
-import * as m31 from "@/app/api/v1/stats/overview/route";
-import * as m32 from "@/app/api/v1/tokens/[id]/route";
-import * as m33 from "@/app/api/v1/tokens/route";
-import * as m34 from "@/app/api/v1/users/[id]/route";
-import * as m35 from "@/app/api/v1/users/[id]/sessions/route";
-import * as m36 from "@/app/api/v1/users/route";
-import * as m37 from "@/app/api/v1/views/[id]/route";
-import * as m38 from "@/app/api/v1/views/route";
+import * as m16 from "@/app/api/v1/me/preferences/route";
+import * as m17 from "@/app/api/v1/purges/[id]/cancel/route";
+import * as m18 from "@/app/api/v1/purges/[id]/route";
+import * as m19 from "@/app/api/v1/purges/route";
+import * as m20 from "@/app/api/v1/queue/route";
+import * as m21 from "@/app/api/v1/reconcile/route";
+import * as m22 from "@/app/api/v1/records/[id]/legal-hold/route";
+import * as m23 from "@/app/api/v1/records/[id]/reconcile/route";
+import * as m24 from "@/app/api/v1/records/[id]/resolve/route";
+import * as m25 from "@/app/api/v1/records/[id]/reveal/route";
+import * as m26 from "@/app/api/v1/records/[id]/route";
+import * as m27 from "@/app/api/v1/records/route";
+import * as m28 from "@/app/api/v1/retention/dry-run/route";
+import * as m29 from "@/app/api/v1/retention/policies/[id]/route";
+import * as m30 from "@/app/api/v1/retention/policies/route";
+import * as m31 from "@/app/api/v1/session/route";
+import * as m32 from "@/app/api/v1/stats/overview/route";
+import * as m33 from "@/app/api/v1/tokens/[id]/route";
+import * as m34 from "@/app/api/v1/tokens/route";
+import * as m35 from "@/app/api/v1/users/[id]/route";
+import * as m36 from "@/app/api/v1/users/[id]/sessions/route";
+import * as m37 from "@/app/api/v1/users/route";
+import * as m38 from "@/app/api/v1/views/[id]/route";
+import * as m39 from "@/app/api/v1/views/route";
 
 export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/health", module: m0 as RouteModuleEntry["module"] },
@@ -58,27 +59,28 @@ export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/v1/export/[list]", module: m13 as RouteModuleEntry["module"] },
   { path: "/api/v1/legal-holds/[id]/lift", module: m14 as RouteModuleEntry["module"] },
   { path: "/api/v1/legal-holds", module: m15 as RouteModuleEntry["module"] },
-  { path: "/api/v1/purges/[id]/cancel", module: m16 as RouteModuleEntry["module"] },
-  { path: "/api/v1/purges/[id]", module: m17 as RouteModuleEntry["module"] },
-  { path: "/api/v1/purges", module: m18 as RouteModuleEntry["module"] },
-  { path: "/api/v1/queue", module: m19 as RouteModuleEntry["module"] },
-  { path: "/api/v1/reconcile", module: m20 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/legal-hold", module: m21 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/reconcile", module: m22 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/resolve", module: m23 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/reveal", module: m24 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]", module: m25 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records", module: m26 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/dry-run", module: m27 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/policies/[id]", module: m28 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/policies", module: m29 as RouteModuleEntry["module"] },
-  { path: "/api/v1/session", module: m30 as RouteModuleEntry["module"] },
-  { path: "/api/v1/stats/overview", module: m31 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens/[id]", module: m32 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens", module: m33 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]", module: m34 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]/sessions", module: m35 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users", module: m36 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views/[id]", module: m37 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views", module: m38 as RouteModuleEntry["module"] },
+  { path: "/api/v1/me/preferences", module: m16 as RouteModuleEntry["module"] },
+  { path: "/api/v1/purges/[id]/cancel", module: m17 as RouteModuleEntry["module"] },
+  { path: "/api/v1/purges/[id]", module: m18 as RouteModuleEntry["module"] },
+  { path: "/api/v1/purges", module: m19 as RouteModuleEntry["module"] },
+  { path: "/api/v1/queue", module: m20 as RouteModuleEntry["module"] },
+  { path: "/api/v1/reconcile", module: m21 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/legal-hold", module: m22 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/reconcile", module: m23 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/resolve", module: m24 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/reveal", module: m25 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]", module: m26 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records", module: m27 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/dry-run", module: m28 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/policies/[id]", module: m29 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/policies", module: m30 as RouteModuleEntry["module"] },
+  { path: "/api/v1/session", module: m31 as RouteModuleEntry["module"] },
+  { path: "/api/v1/stats/overview", module: m32 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens/[id]", module: m33 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens", module: m34 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]", module: m35 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]/sessions", module: m36 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users", module: m37 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views/[id]", module: m38 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views", module: m39 as RouteModuleEntry["module"] },
 ];
