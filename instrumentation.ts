@@ -3,14 +3,16 @@
  * 1. sign-in configuration — in production (DATABASE_URL set) the server refuses
  *    to start without NEXTAUTH_SECRET (≥ 32 characters) and NEXTAUTH_URL; in
  *    embedded demo mode a missing secret is read from (or created in)
- *    .data/nextauth-secret;
+ *    .data/nextauth-secret; likewise the audit chain's HMAC key (AUDIT_HMAC_KEY,
+ *    .data/audit-hmac-key for the demo) and the trusted-proxy settings;
  * 2. the database — in embedded mode this is where PGlite is created, migrated
  *    and filled with demo data and demo users (the server process is the only
  *    one allowed to open the PGlite folder);
  * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS);
  * 4. the demo provider's ledger (only when `npm start` runs the local provider service;
  *    in the embedded demo also its live traffic, lib/demo/live.ts),
- *    the background reconciler and the purge worker (resumes a run a crash left behind);
+ *    the background reconciler, the purge worker (resumes a run a crash left behind)
+ *    and the audit anchor publisher (the chain's head in the log every AUDIT_ANCHOR_MINUTES);
  * 5. the Redis key stores' background census (lib/redis/census.ts; REDIS_CENSUS_SECONDS).
  *    In embedded mode the first refresh runs before requests are served (the demo
  *    data is rolled up while PGlite's one connection is not shared yet); on Postgres
@@ -20,6 +22,11 @@ export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { enforceAuthConfig } = await import("./lib/auth/config");
   enforceAuthConfig();
+  // Not while building: the key may be a runtime secret the build never sees.
+  if (process.env.NEXT_PHASE !== "phase-production-build") {
+    const { enforceAuditKey } = await import("./lib/audit/keys");
+    enforceAuditKey();
+  }
 
   const { db } = await import("./lib/db");
   let embedded = false;
@@ -53,6 +60,8 @@ export async function register() {
   startReconciler(db);
   const { startPurgeWorker } = await import("./lib/retention/worker");
   startPurgeWorker(db);
+  const { startAnchorPublisher } = await import("./lib/audit/anchor");
+  startAnchorPublisher(db);
   try {
     const { startRedisCensus } = await import("./lib/redis/census");
     startRedisCensus();

@@ -35,6 +35,8 @@ const nextConfig = {
   // PGlite ships WASM and data files that must be loaded from node_modules as is.
   serverExternalPackages: ["@electric-sql/pglite", "pglite-prisma-adapter"],
   poweredByHeader: false,
+  // forbidden() (components/server/page-auth.ts): a page a role may not open answers 403 with its forbidden.tsx.
+  experimental: { authInterrupts: true },
   reactStrictMode: true,
   async headers() {
     return [{ source: "/:path*", headers: securityHeaders }];

@@ -9,6 +9,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
+    // The audit chain's HMAC key (lib/audit/keys.ts): tests never fall back to a generated .data file.
+    env: { AUDIT_HMAC_KEY: process.env.AUDIT_HMAC_KEY || "vitest-audit-hmac-key-0123456789abcdef0123456789" },
     reporters: ["default"],
   },
 });

@@ -1,6 +1,5 @@
 import { connection } from "next/server";
 import { Suspense } from "react";
-import { Forbidden } from "@/components/Forbidden";
 import { OverviewDashboard } from "@/components/overview/OverviewDashboard";
 import { RedisTiles } from "@/components/redis/RedisTiles";
 import { requirePage } from "@/components/server/page-auth";
@@ -20,8 +19,7 @@ export default async function OverviewPage({ searchParams }: { searchParams: Pro
     const value = Array.isArray(v) ? v[0] : v;
     if (value) qs.set(key, value.slice(0, 300));
   }
-  const { allowed } = await requirePage("stats.read", qs.size ? `/?${qs}` : "/");
-  if (!allowed) return <Forbidden access="stats.read" />;
+  await requirePage("/", qs.size ? `/?${qs}` : "/");
   const database = await db();
   const subtitle = `Idempotency records, requests, replays and conflicts · ${database.mode === "embedded" ? "embedded demo database" : "PostgreSQL"}`;
   return (

@@ -6,9 +6,30 @@ import type { AuditEntryJson, AuditFilterKey, AuditFilterValues } from "@/lib/au
 import { InstantInput, When } from "@/components/time/When";
 import { ScrollBox } from "@/components/ScrollBox";
 
-type ChainResult = { intact: boolean; checked: number; brokenAt: { id: string; problem: string } | null };
+type ChainBreak = { id: string; problem: string; detail?: string };
+type ChainResult = { intact: boolean; checked: number; unkeyed: number; anchorsChecked: number; breaks: ChainBreak[]; breakCount: number; lastId: string | null; lastHash: string };
 
-const PROBLEM_LABELS: Record<string, string> = { hash_mismatch: "hash mismatch", link_mismatch: "link mismatch" };
+const PROBLEM_LABELS: Record<string, string> = {
+  hash_mismatch: "altered (hash mismatch)",
+  link_mismatch: "an entry before it was removed or replaced (link mismatch)",
+  unkeyed_after_keyed: "unkeyed entry after keyed ones (forged)",
+  unknown_key: "signed with a key this server does not know",
+  anchor_mismatch: "differs from the published anchor",
+  anchor_missing: "the published anchor's entry is gone",
+};
+
+/** A published anchor pasted by the user (one JSON line from the log or the anchor file) → verify's query. */
+function anchorQuery(text: string): string | null {
+  const line = text.trim();
+  if (!line) return "";
+  try {
+    const a = JSON.parse(line.slice(line.indexOf("{"))) as { id?: unknown; hash?: unknown; count?: unknown };
+    if (typeof a.id !== "string" || typeof a.hash !== "string" || typeof a.count !== "number") return null;
+    return new URLSearchParams({ anchorId: a.id, anchorHash: a.hash, anchorCount: String(a.count) }).toString();
+  } catch {
+    return null;
+  }
+}
 
 function queryString(filters: AuditFilterValues, extra: Record<string, string> = {}): string {
   const params = new URLSearchParams();
@@ -90,6 +111,7 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
   const [nextCursor, setNextCursor] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState<string | null>(null);
+  const [anchor, setAnchor] = useState("");
   const [chain, setChain] = useState<{ state: "idle" | "checking" } | { state: "done"; result: ChainResult } | { state: "error"; message: string }>({
     state: "idle",
   });
@@ -128,9 +150,14 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
   }
 
   async function verify() {
+    const q = anchorQuery(anchor);
+    if (q === null) {
+      setChain({ state: "error", message: "The anchor is not one: paste one line `audit anchor {…}` from the server's log or the anchor file." });
+      return;
+    }
     setChain({ state: "checking" });
     try {
-      const res = await fetch("/api/v1/audit/verify", { credentials: "same-origin", cache: "no-store" });
+      const res = await fetch(`/api/v1/audit/verify${q ? `?${q}` : ""}`, { credentials: "same-origin", cache: "no-store" });
       if (!res.ok) throw new Error(await failure(res));
       setChain({ state: "done", result: (await res.json()) as ChainResult });
     } catch (err) {
@@ -188,6 +215,10 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
 
       <div className="toolbar audit-actions">
         <div>
+          <label className="anchor-input">
+            Published anchor <span className="subtle">(optional: a line from the log or the anchor file)</span>
+            <input data-testid="verify-anchor" value={anchor} onChange={(e) => setAnchor(e.target.value)} placeholder='{"type":"idempotency-console.audit-anchor","id":"…","hash":"…","count":…}' />
+          </label>{" "}
           <button type="button" data-testid="verify-chain" onClick={verify} disabled={chain.state === "checking"}>
             Verify chain
           </button>{" "}
@@ -198,10 +229,21 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
                 ? chain.message
                 : chain.state === "done"
                   ? chain.result.intact
-                    ? `Chain intact — ${chain.result.checked} entries checked`
-                    : `Chain broken at entry #${chain.result.brokenAt?.id} (${PROBLEM_LABELS[chain.result.brokenAt?.problem ?? ""] ?? chain.result.brokenAt?.problem})`
+                    ? `Chain intact — ${chain.result.checked} entries checked${chain.result.anchorsChecked ? `, ${chain.result.anchorsChecked} published anchor${chain.result.anchorsChecked === 1 ? "" : "s"} hold` : ""}${chain.result.unkeyed ? ` (${chain.result.unkeyed} from before keys)` : ""}`
+                    : `Chain broken in ${chain.result.breakCount} place${chain.result.breakCount === 1 ? "" : "s"} — ${chain.result.checked} entries checked`
                   : ""}
           </span>
+          {chain.state === "done" && chain.result.breaks.length > 0 && (
+            <ol className="chain-breaks" data-testid="chain-breaks">
+              {chain.result.breaks.map((b, i) => (
+                <li key={`${b.id}-${b.problem}-${i}`}>
+                  Entry #{b.id}: {PROBLEM_LABELS[b.problem] ?? b.problem}
+                  {b.detail ? <span className="subtle"> — {b.detail}</span> : null}
+                </li>
+              ))}
+              {chain.result.breakCount > chain.result.breaks.length && <li>… and {chain.result.breakCount - chain.result.breaks.length} more</li>}
+            </ol>
+          )}
         </div>
         {canExport ? (
           <a className="button-link" data-testid="export-csv" href={`/api/v1/audit/export${filterQuery ? `?${filterQuery}` : ""}`} download>

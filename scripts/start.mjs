@@ -4,7 +4,9 @@
 // DATABASE_URL the server creates an embedded database with demo data in .data/,
 // and this script provides what sign-in needs (a secret kept in
 // .data/nextauth-secret, NEXTAUTH_URL) and prints the demo users' passwords.
-// With DATABASE_URL (production) NEXTAUTH_SECRET and NEXTAUTH_URL are required.
+// With DATABASE_URL (production) NEXTAUTH_SECRET, NEXTAUTH_URL and AUDIT_HMAC_KEY are required.
+// The server is scripts/server.mjs: Next's production server behind a listener that
+// passes the client's socket address on (sign-in throttling, audit) and sets HSTS.
 // Without PROVIDERS and PROVIDER_URL it also runs the local demo payment provider
 // (scripts/provider.ts) on PROVIDER_PORT (default PORT + 1000), points the server
 // at it (PROVIDER_URL, DEMO_PROVIDER=1: the server seeds it from the demo data)
@@ -44,6 +46,9 @@ if (embedded) {
   }
   if (!/^https?:\/\/[^/\s]+/i.test(env.NEXTAUTH_URL ?? "")) {
     problems.push("NEXTAUTH_URL must be the console's public URL, e.g. https://console.example.com (https makes the session cookie Secure).");
+  }
+  if (!env.AUDIT_HMAC_KEY?.trim() && !env.AUDIT_HMAC_KEY_FILE?.trim()) {
+    problems.push(`AUDIT_HMAC_KEY (or AUDIT_HMAC_KEY_FILE) must be set to a random value of at least ${MIN_SECRET} characters: it keys the audit chain (README, "Audit").`);
   }
   if (problems.length) {
     console.error(`Refusing to start with DATABASE_URL set: sign-in is not configured.\n${problems.map((p) => `  - ${p}`).join("\n")}`);
@@ -137,7 +142,8 @@ function stopProvider() {
 }
 
 if (embedded) console.log(`No DATABASE_URL: using the embedded database in ${env.PGLITE_DIR || ".data/pglite"}.`);
-const server = spawn(bin("next"), ["start", "-p", port, "-H", host], { cwd: root, env, stdio: "inherit" });
+// Next's production server behind the console's listener (the client's socket address, HSTS): scripts/server.mjs.
+const server = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], { cwd: root, env: { ...env, PORT: port, HOSTNAME_BIND: host }, stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
 server.on("exit", (code, signal) => stopProvider().then(() => process.exit(code ?? (signal ? 1 : 0))));
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendAudit, audit, entryHash, GENESIS_HASH, verifyAuditChain, type AuditInput } from "@/lib/audit";
+import { auditKeyring } from "@/lib/audit/keys";
 import {
   auditCsvChunks,
   auditEntryJson,
@@ -141,10 +142,6 @@ describe("tampering behind the triggers' back", () => {
     expect((await verifyAuditChain(db.prisma)).intact).toBe(true);
   });
 
-  async function checkedBefore(id: bigint) {
-    return (await ids()).filter((x) => x < id).length;
-  }
-
   it("an altered entry is found at exactly that entry (hash mismatch), and the restored chain verifies again", async () => {
     const [orig] = await db.sql.query<{ reason: string; after: unknown; occurred_at: Date; outcome: string }>(
       `SELECT reason, after, occurred_at, outcome FROM audit_log WHERE id = $1`,
@@ -160,8 +157,9 @@ describe("tampering behind the triggers' back", () => {
       await behindTheTriggersBack((s) => s.query(sql, params).then(() => {}));
       const v = await verifyAuditChain(db.prisma);
       expect(v.intact, what).toBe(false);
-      expect(v.brokenAt, what).toMatchObject({ id: victim, problem: "hash_mismatch" });
-      expect(v.checked, what).toBe(await checkedBefore(victim));
+      // Exactly that entry: the walk goes on from its stored hash, so nothing after it is blamed.
+      expect(v.breaks, what).toMatchObject([{ id: victim, problem: "hash_mismatch" }]);
+      expect(v.checked, what).toBe((await ids()).length);
       await behindTheTriggersBack((s) =>
         s
           .query(`UPDATE audit_log SET reason = $2, after = $3::jsonb, occurred_at = $4, outcome = $5 WHERE id = $1`, [
@@ -186,14 +184,14 @@ describe("tampering behind the triggers' back", () => {
     expect((await verifyAuditChain(db.prisma)).intact).toBe(true);
   });
 
-  it("an altered entry whose own hash was recomputed is found at the next entry (link mismatch)", async () => {
+  it("an altered entry whose own hash was recomputed is found at the next entry (link mismatch) — even by someone holding the key", async () => {
     const row = await db.prisma.auditEntry.findUniqueOrThrow({ where: { id: victim } });
-    const forged = entryHash(row.prevHash, { ...row, reason: "forged, with a recomputed hash" });
+    const forged = entryHash(row.prevHash, { ...row, reason: "forged, with a recomputed hash" }, auditKeyring().current.key);
     await behindTheTriggersBack((s) =>
       s.query(`UPDATE audit_log SET reason = 'forged, with a recomputed hash', hash = $2 WHERE id = $1`, [victim, forged]).then(() => {}),
     );
     const v = await verifyAuditChain(db.prisma);
-    expect(v.brokenAt).toMatchObject({ id: next, problem: "link_mismatch", expected: forged, found: row.hash });
+    expect(v.breaks).toMatchObject([{ id: next, problem: "link_mismatch", expected: forged, found: row.hash }]);
     await behindTheTriggersBack((s) => s.query(`UPDATE audit_log SET reason = $2, hash = $3 WHERE id = $1`, [victim, row.reason, row.hash]).then(() => {}));
     expect((await verifyAuditChain(db.prisma)).intact).toBe(true);
   });
@@ -207,8 +205,8 @@ describe("tampering behind the triggers' back", () => {
       }, how);
       expect(await db.prisma.auditEntry.findUnique({ where: { id: victim } })).toBeNull();
       const v = await verifyAuditChain(db.prisma);
-      expect(v, how).toMatchObject({ intact: false, brokenAt: { id: next, problem: "link_mismatch" } });
-      expect(v.checked).toBe(await checkedBefore(victim));
+      expect(v, how).toMatchObject({ intact: false, brokenAt: { id: next, problem: "link_mismatch" }, breakCount: 1 });
+      expect(v.checked).toBe((await ids()).length);
       // INSERT is allowed (append-only), so the original row can be put back as it was.
       await db.withSession(async (s) => {
         await s.query(`INSERT INTO audit_log SELECT * FROM audit_saved WHERE id = $1`, [victim]);
@@ -218,15 +216,24 @@ describe("tampering behind the triggers' back", () => {
     }
   });
 
-  it("a forged entry inserted at the end is found at that entry", async () => {
+  it("a forged entry inserted at the end is found at that entry: keyed with a made-up hash, or unkeyed with a correct SHA-256", async () => {
     const last = await db.prisma.auditEntry.findFirstOrThrow({ orderBy: { id: "desc" } });
     const [{ id }] = await db.sql.query<{ id: bigint }>(
-      `INSERT INTO audit_log (occurred_at, actor_type, action, outcome, prev_hash, hash)
-       VALUES (now(), 'system', 'test.forged', 'done', $1, $2) RETURNING id`,
-      [last.hash, "f".repeat(64)],
+      `INSERT INTO audit_log (occurred_at, actor_type, action, outcome, prev_hash, hash, key_id)
+       VALUES (now(), 'system', 'test.forged', 'done', $1, $2, $3) RETURNING id`,
+      [last.hash, "f".repeat(64), last.keyId],
     );
-    expect((await verifyAuditChain(db.prisma)).brokenAt).toMatchObject({ id, problem: "hash_mismatch" });
+    expect((await verifyAuditChain(db.prisma)).breaks).toMatchObject([{ id, problem: "hash_mismatch" }]);
     await behindTheTriggersBack((s) => s.query(`DELETE FROM audit_log WHERE id = $1`, [id]).then(() => {}));
+    // The forger computes a valid plain SHA-256 (the pre-key format): an unkeyed entry after keyed ones.
+    const occurredAt = new Date();
+    const fields = { occurredAt, actorType: "system", actorId: null, actorLabel: null, tokenId: null, action: "test.forged", targetTable: null, targetId: null, before: null, after: null, reason: null, requestId: null, ip: null, userAgent: null, outcome: "done", detail: null };
+    const [{ id: id2 }] = await db.sql.query<{ id: bigint }>(
+      `INSERT INTO audit_log (occurred_at, actor_type, action, outcome, prev_hash, hash) VALUES ($1, 'system', 'test.forged', 'done', $2, $3) RETURNING id`,
+      [occurredAt, last.hash, entryHash(last.hash, fields)],
+    );
+    expect((await verifyAuditChain(db.prisma)).breaks).toMatchObject([{ id: id2, problem: "unkeyed_after_keyed" }]);
+    await behindTheTriggersBack((s) => s.query(`DELETE FROM audit_log WHERE id = $1`, [id2]).then(() => {}));
     expect((await verifyAuditChain(db.prisma)).intact).toBe(true);
   });
 });

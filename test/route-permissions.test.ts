@@ -182,7 +182,8 @@ async function violations(route: Route, method: string, handler: Handler): Promi
   for (const role of ROLES) {
     const allowed = access === "signed_in" || ROLE_PERMISSIONS[role].includes(access);
     await expectVerdict(`a ${role} (API token)`, { authorization: `Bearer ${byRole[role].token}` }, allowed, byRole[role].userId);
-    await expectVerdict(`a ${role} (session cookie)`, { cookie: byRole[role].cookie, ...sameOrigin }, allowed, byRole[role].userId);
+    // A fresh session per call: DELETE /api/v1/session (sign-out) ends the one it is called with.
+    await expectVerdict(`a ${role} (session cookie)`, { cookie: await sessionCookie(byRole[role].userId), ...sameOrigin }, allowed, byRole[role].userId);
   }
   if (isPermission(access)) {
     await expectVerdict(`a token whose scopes omit ${access} (its user holds every role)`, { authorization: `Bearer ${omitting.get(access)}` }, false, everything.userId);
@@ -196,7 +197,7 @@ async function violations(route: Route, method: string, handler: Handler): Promi
       ["Sec-Fetch-Site: cross-site", { "sec-fetch-site": "cross-site" }],
       ["Origin: https://evil.example", { origin: "https://evil.example" }],
     ] as const) {
-      const res = await call(route, method, handler, { cookie: everything.cookie, ...headers });
+      const res = await call(route, method, handler, { cookie: await sessionCookie(everything.userId), ...headers });
       if (res.status !== 403) out.push(`cookie-authenticated with ${what}: ${res.status}, expected 403 (CSRF)`);
     }
   }

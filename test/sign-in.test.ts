@@ -12,7 +12,8 @@ import { authConfigProblems } from "@/lib/auth/config";
 import { authOptions, oidcConfigFromEnv, SESSION_MAX_AGE_S, signInErrorCode } from "@/lib/auth/options";
 import { verifyPassword } from "@/lib/auth/password";
 import { groupsFromClaim, parseRoleMap, passwordSignIn, rolesFromGroups, ssoSignIn } from "@/lib/auth/sign-in";
-import { checkSignInThrottle, clientIp, DEFAULT_THROTTLE, throttleDecision, waitMinutes } from "@/lib/auth/throttle";
+import { checkSignInThrottle, DEFAULT_THROTTLE, throttleDecision, waitMinutes } from "@/lib/auth/throttle";
+import { PEER_ADDRESS_HEADER, trustPeerAddressHeader } from "@/lib/http/client-address";
 import { createUser, updateUser } from "@/lib/auth/users";
 import { provideDatabase } from "@/lib/db/client";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
@@ -72,13 +73,6 @@ describe("throttle window logic (pure)", () => {
     expect(waitMinutes(1)).toBe(1);
     expect(waitMinutes(MIN + 1)).toBe(2);
     expect(waitMinutes(15 * MIN)).toBe(15);
-  });
-
-  it("takes the client IP from the right-most X-Forwarded-For entry (the proxy's)", () => {
-    expect(clientIp({ "x-forwarded-for": "6.6.6.6, 203.0.113.9" }, 0)).toBe("203.0.113.9");
-    expect(clientIp({ "x-forwarded-for": "6.6.6.6, 203.0.113.9, 10.0.0.2" }, 1)).toBe("203.0.113.9");
-    expect(clientIp(new Headers({ "x-real-ip": "198.51.100.4" }), 0)).toBe("198.51.100.4");
-    expect(clientIp({}, 0)).toBe("unknown");
   });
 });
 
@@ -251,7 +245,9 @@ describe("next-auth options", () => {
 
   it("authorize() returns the user with roles, null for wrong credentials, and throws a coded error when throttled", async () => {
     const u = await newUser(["admin"]);
-    const headers = { "x-forwarded-for": "192.0.2.200", "user-agent": "Browser/1" };
+    // As scripts/server.mjs passes it: the socket's address (a client's X-Forwarded-For is ignored).
+    trustPeerAddressHeader();
+    const headers = { [PEER_ADDRESS_HEADER]: "192.0.2.200", "x-forwarded-for": "6.6.6.6", "user-agent": "Browser/1" };
     await expect(authorize({ email: u.email, password: PASSWORD, csrfToken: "x" }, headers)).resolves.toMatchObject({
       id: String(u.id),
       email: u.email,
@@ -264,10 +260,16 @@ describe("next-auth options", () => {
     await expect(authorize({ email: "x".repeat(300), password: PASSWORD }, headers)).rejects.toThrow("InvalidInput");
   });
 
-  it("puts uid and roles in the JWT, and ends sessions 8 hours after sign-in", async () => {
-    const jwt = authOptions().callbacks!.jwt!;
-    const token = await jwt({ token: {}, user: { id: "42", email: "a@b.test", name: "A", roles: ["viewer"] } as never, account: null, trigger: "signIn" });
-    expect(token).toMatchObject({ uid: "42", sub: "42", roles: ["viewer"], email: "a@b.test" });
+  it("puts uid, the server-side session and roles in the JWT, and ends sessions 8 hours after sign-in", async () => {
+    const u = await newUser(["viewer"]);
+    const jwt = authOptions({ ip: "192.0.2.50", userAgent: "Browser/3" }).callbacks!.jwt!;
+    const token = await jwt({ token: {}, user: { id: String(u.id), email: u.email, name: "A", roles: ["viewer"] } as never, account: { provider: "credentials", type: "credentials", providerAccountId: String(u.id) }, trigger: "signIn" });
+    expect(token).toMatchObject({ uid: String(u.id), sub: String(u.id), roles: ["viewer"], email: u.email, sid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    // The cookie carries the secret; the database only its hash, with where the session came from.
+    const session = await db.prisma.consoleSession.findFirstOrThrow({ where: { userId: u.id } });
+    expect(session).toMatchObject({ method: "password", ip: "192.0.2.50", userAgent: "Browser/3", revokedAt: null });
+    expect(session.secretHash).not.toContain(token.sid as string);
+    expect(session.expiresAt.getTime() - session.createdAt.getTime()).toBe(SESSION_MAX_AGE_S * 1000);
     await expect(jwt({ token, user: undefined as never, account: null })).resolves.toEqual(token);
     const stale = { ...token, signedInAt: Math.floor(Date.now() / 1000) - SESSION_MAX_AGE_S - 1 };
     await expect(jwt({ token: stale, user: undefined as never, account: null })).rejects.toThrow("session expired");
@@ -318,7 +320,10 @@ describe("single sign-on", () => {
     expect(() => oidcConfigFromEnv({ OIDC_ISSUER: "https://idp.test" })).toThrow(/together/);
     expect(oidcConfigFromEnv({ OIDC_ISSUER: "https://idp.test/", OIDC_CLIENT_ID: "c", OIDC_CLIENT_SECRET: "s", OIDC_ROLE_MAP: "g=viewer" })).toMatchObject({
       issuer: "https://idp.test",
-      groupsClaim: "groups",
+      groupsClaims: ["groups"],
+      groupsScope: undefined,
+      scopes: null,
+      logout: true,
       name: "Single sign-on",
     });
   });
@@ -379,7 +384,8 @@ describe("single sign-on", () => {
       await expect(signIn({ user, account, profile: undefined })).resolves.toBe(true);
       const token = await options.callbacks!.jwt!({ token: {}, user, account, trigger: "signIn" });
       const erin = await db.prisma.consoleUser.findUniqueOrThrow({ where: { email: "erin@corp.test" } });
-      expect(token).toMatchObject({ uid: erin.id.toString(), roles: ["operator"] });
+      expect(token).toMatchObject({ uid: erin.id.toString(), roles: ["operator"], sid: expect.any(String) });
+      expect(await db.prisma.consoleSession.findFirstOrThrow({ where: { userId: erin.id } })).toMatchObject({ method: "sso", provider: "oidc" });
       expect((await auditEntries("auth.sign_in")).at(-1)).toMatchObject({ actorId: erin.id.toString(), ip: "192.0.2.44", userAgent: "Browser/2" });
       // No mapped group: refused with a reason the login page explains.
       const stranger = oidc.profile({ sub: "sam", email: "sam@corp.test", roles_claim: ["marketing"] }) as never;

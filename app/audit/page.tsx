@@ -1,5 +1,4 @@
 import { AuditLog } from "@/components/AuditLog";
-import { Forbidden } from "@/components/Forbidden";
 import { requirePage } from "@/components/server/page-auth";
 import { AUDIT_FILTER_KEYS, type AuditFilterValues } from "@/lib/audit/query";
 import { can } from "@/lib/auth/permissions";
@@ -14,8 +13,7 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
     if (value) filters[key] = value.slice(0, 300);
   }
   const qs = new URLSearchParams(filters as Record<string, string>).toString();
-  const { principal, allowed } = await requirePage("audit.read", qs ? `/audit?${qs}` : "/audit");
-  if (!allowed) return <Forbidden access="audit.read" />;
+  const { principal } = await requirePage("/audit", qs ? `/audit?${qs}` : "/audit");
   return (
     <>
       <div className="toolbar">

@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
 import { CompensationsScreen } from "@/components/compensations/CompensationsScreen";
-import { Forbidden } from "@/components/Forbidden";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { SkeletonRows } from "@/components/queue/read-ui";
 import { requirePage } from "@/components/server/page-auth";
@@ -11,8 +10,7 @@ export const metadata: Metadata = { title: "Compensations · Idempotency Console
 
 /** Compensations: the approval queue (four eyes) and every other state (GET /api/v1/compensations). */
 export default async function CompensationsPage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
-  const { principal, allowed } = await requirePage("records.read", pathWithQuery("/compensations", await searchParams));
-  if (!allowed) return <Forbidden access="records.read" />;
+  const { principal } = await requirePage("/compensations", pathWithQuery("/compensations", await searchParams));
   return (
     <>
       <div className="toolbar rs-head">

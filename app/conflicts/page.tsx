@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
 import { ConflictsScreen } from "@/components/conflicts/ConflictsScreen";
-import { Forbidden } from "@/components/Forbidden";
 import { SavedViews } from "@/components/records/SavedViews";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { SkeletonRows } from "@/components/queue/read-ui";
@@ -12,8 +11,7 @@ export const metadata: Metadata = { title: "Conflicts · Idempotency Console" };
 
 /** Key reuse with a different payload, by operation and scope, over time (GET /api/v1/conflicts). */
 export default async function ConflictsPage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
-  const { principal, allowed } = await requirePage("stats.read", pathWithQuery("/conflicts", await searchParams));
-  if (!allowed) return <Forbidden access="stats.read" />;
+  const { principal } = await requirePage("/conflicts", pathWithQuery("/conflicts", await searchParams));
   return (
     <>
       <div className="toolbar rs-head">

@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
 import { DuplicatesScreen } from "@/components/duplicates/DuplicatesScreen";
-import { Forbidden } from "@/components/Forbidden";
 import { SavedViews } from "@/components/records/SavedViews";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { SkeletonRows } from "@/components/queue/read-ui";
@@ -12,8 +11,7 @@ export const metadata: Metadata = { title: "Duplicate charges · Idempotency Con
 
 /** Duplicate-charge investigation: the same purchase under different keys within a window (GET /api/v1/duplicates). */
 export default async function DuplicatesPage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
-  const { principal, allowed } = await requirePage("records.read", pathWithQuery("/duplicates", await searchParams));
-  if (!allowed) return <Forbidden access="records.read" />;
+  const { principal } = await requirePage("/duplicates", pathWithQuery("/duplicates", await searchParams));
   return (
     <>
       <div className="toolbar rs-head">

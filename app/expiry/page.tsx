@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
 import { ExpiryScreen } from "@/components/expiry/ExpiryScreen";
-import { Forbidden } from "@/components/Forbidden";
 import { SavedViews } from "@/components/records/SavedViews";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { SkeletonRows } from "@/components/queue/read-ui";
@@ -11,8 +10,7 @@ export const metadata: Metadata = { title: "Expiry & retention · Idempotency Co
 
 /** Expiry histogram, expired-not-purged by operation and status, and a read-only purge preview (GET /api/v1/expiry). */
 export default async function ExpiryPage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
-  const { allowed } = await requirePage("stats.read", pathWithQuery("/expiry", await searchParams));
-  if (!allowed) return <Forbidden access="stats.read" />;
+  await requirePage("/expiry", pathWithQuery("/expiry", await searchParams));
   return (
     <>
       <div className="toolbar rs-head">

@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
-import { Forbidden } from "@/components/Forbidden";
 import { SavedViews } from "@/components/records/SavedViews";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { QueueScreen } from "@/components/queue/QueueScreen";
@@ -12,8 +11,7 @@ export const metadata: Metadata = { title: "Stuck & pending · Idempotency Conso
 
 /** Stuck & pending: processing past its threshold, pending records, open reconciliation items (GET /api/v1/queue). */
 export default async function QueuePage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
-  const { principal, allowed } = await requirePage("records.read", pathWithQuery("/queue", await searchParams));
-  if (!allowed) return <Forbidden access="records.read" />;
+  const { principal } = await requirePage("/queue", pathWithQuery("/queue", await searchParams));
   return (
     <>
       <div className="toolbar rs-head">

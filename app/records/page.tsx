@@ -1,4 +1,3 @@
-import { Forbidden } from "@/components/Forbidden";
 import { RecordSearch } from "@/components/records/RecordSearch";
 import { filtersFrom, filtersQuery } from "@/components/records/search-filters";
 import { requirePage } from "@/components/server/page-auth";
@@ -8,8 +7,7 @@ import { can } from "@/lib/auth/permissions";
 export default async function RecordsPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
   const filters = filtersFrom(await searchParams);
   const qs = filtersQuery(filters);
-  const { principal, allowed } = await requirePage("records.read", qs ? `/records?${qs}` : "/records");
-  if (!allowed) return <Forbidden access="records.read" />;
+  const { principal } = await requirePage("/records", qs ? `/records?${qs}` : "/records");
   return (
     <>
       <div className="toolbar">

@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
-import { Forbidden } from "@/components/Forbidden";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { SkeletonRows } from "@/components/queue/read-ui";
 import { RedisScreen } from "@/components/redis/RedisScreen";
@@ -11,8 +10,7 @@ export const metadata: Metadata = { title: "Redis keys · Idempotency Console" }
 
 /** Redis key stores: census, wedged keys (release), key lookup (GET /api/v1/redis/stores/…). */
 export default async function RedisPage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
-  const { principal, allowed } = await requirePage("stats.read", pathWithQuery("/redis", await searchParams));
-  if (!allowed) return <Forbidden access="stats.read" />;
+  const { principal } = await requirePage("/redis", pathWithQuery("/redis", await searchParams));
   return (
     <>
       <div className="toolbar rs-head">

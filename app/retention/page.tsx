@@ -1,5 +1,4 @@
 import type { Metadata } from "next";
-import { Forbidden } from "@/components/Forbidden";
 import { RetentionScreen } from "@/components/retention/RetentionScreen";
 import { requirePage } from "@/components/server/page-auth";
 import { can } from "@/lib/auth/permissions";
@@ -8,8 +7,7 @@ export const metadata: Metadata = { title: "Retention · Idempotency Console" };
 
 /** Retention policies, dry run, purge runs (live progress, history), scope legal holds. */
 export default async function RetentionPage() {
-  const { principal, allowed } = await requirePage("stats.read", "/retention");
-  if (!allowed) return <Forbidden access="stats.read" />;
+  const { principal } = await requirePage("/retention", "/retention");
   return (
     <>
       <div className="toolbar rs-head">

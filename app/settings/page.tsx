@@ -11,7 +11,7 @@ export const metadata: Metadata = { title: "Settings · Idempotency Console" };
 /** The signed-in user's own settings: the time zone every time is shown in; the theme is in the top bar. */
 export default async function SettingsPage() {
   await connection();
-  const { principal } = await requirePage("signed_in", "/settings");
+  const { principal } = await requirePage("/settings", "/settings");
   const { timeZone } = await getPreferences((await db()).prisma, principal.userId);
   return (
     <>

@@ -1,5 +1,5 @@
 import { cookies, headers } from "next/headers";
-import { redirect } from "next/navigation";
+import { forbidden, redirect } from "next/navigation";
 import { cache } from "react";
 import { can, type Access, type Principal } from "@/lib/auth/permissions";
 import { sessionPrincipal } from "@/lib/auth/session";
@@ -14,14 +14,39 @@ export const currentPrincipal = cache(async (): Promise<Principal | null> => {
 });
 
 /**
- * Page guard: not signed in → /login (back here afterwards); signed in without
- * the permission → the page gets `allowed: false` and renders a refusal. The
- * API refuses regardless; this only keeps the UI honest.
+ * Every page and the permission it needs: the pages guard with it, and each
+ * page folder's forbidden.tsx names it (Next gives forbidden.tsx no props).
  */
-export async function requirePage(access: Access, path: string): Promise<{ principal: Principal; allowed: boolean }> {
+export const PAGE_ACCESS = {
+  "/": "stats.read",
+  "/queue": "records.read",
+  "/records": "records.read",
+  "/duplicates": "records.read",
+  "/compensations": "records.read",
+  "/compensations/new": "compensations.request",
+  "/conflicts": "stats.read",
+  "/expiry": "stats.read",
+  "/retention": "stats.read",
+  "/redis": "stats.read",
+  "/audit": "audit.read",
+  "/admin/users": "users.manage",
+  "/settings": "signed_in",
+  "/settings/tokens": "tokens.own",
+  "/api-docs": "signed_in",
+} as const satisfies Record<string, Access>;
+export type GuardedPage = keyof typeof PAGE_ACCESS;
+
+/**
+ * Page guard: not signed in → /login (back to `path` afterwards); signed in
+ * without the page's permission → forbidden(): the page folder's forbidden.tsx
+ * with HTTP status 403 (next.config.js experimental.authInterrupts). The API
+ * refuses regardless; this keeps the UI (and its status) honest.
+ */
+export async function requirePage(page: GuardedPage, path: string): Promise<{ principal: Principal }> {
   const principal = await currentPrincipal();
   if (!principal) redirect(`/login?callbackUrl=${encodeURIComponent(path)}`);
-  return { principal, allowed: can(principal, access) };
+  if (!can(principal, PAGE_ACCESS[page])) forbidden();
+  return { principal };
 }
 
 export async function requestOrigin(): Promise<string> {

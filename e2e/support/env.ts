@@ -32,3 +32,8 @@ export function e2eRedisUrl(mode: "embedded" | "postgres"): string {
   url.pathname = `/${mode === "embedded" ? 12 : 13}`;
   return url.toString();
 }
+
+/** The local OpenID provider the e2e servers sign in with (playwright.config.ts starts it on E2E_PORT_BASE + 2). */
+export function oidcIssuer(): string {
+  return `http://127.0.0.1:${Number(process.env.E2E_PORT_BASE || 3100) + 2}`;
+}

@@ -3,12 +3,12 @@ import { z } from "zod";
 import { actorOf, audit, type RequestMeta } from "../audit";
 import { can, type Access, type Principal } from "../auth/permissions";
 import { sessionPrincipal } from "../auth/session";
-import { clientIp } from "../auth/throttle";
 import { verifyApiToken } from "../auth/tokens";
 import { db, type Database } from "../db";
+import { clientAddress } from "../http/client-address";
 import { InvalidInputError } from "../idempotency/errors";
-import { parseInput } from "../idempotency/schemas";
-import { runIdempotently } from "./idempotent";
+import { IDEMPOTENCY_KEY_HEADER, runIdempotently } from "./idempotent";
+import { parseRequestInput } from "./schemas";
 import { problemResponse, ProblemError, toProblem } from "./problem";
 
 /**
@@ -37,9 +37,13 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   action?: string;
   /**
    * Operator actions: require an Idempotency-Key header and run at most once per
-   * key (lib/api/idempotent.ts). Needs `action`.
+   * key (lib/api/idempotent.ts). Needs `action`. Every other mutation (POST, PUT,
+   * PATCH, DELETE with an `action`) accepts one and honours it the same way; without
+   * one it simply runs.
    */
   idempotent?: boolean;
+  /** Top-level fields of the answer a replay must not carry (secrets shown once); see IdempotentCall.withhold. */
+  replayWithholds?: readonly string[];
 }
 
 export interface RouteContext<Q, B, P = Record<string, never>> {
@@ -83,8 +87,8 @@ export class ForbiddenError extends ProblemError {
 }
 
 export function requestMeta(request: Request, requestId: string): RequestMeta {
-  // The same client address sign-in throttling uses (see clientIp and TRUSTED_PROXY_HOPS).
-  return { requestId, ip: clientIp(request.headers), userAgent: request.headers.get("user-agent") };
+  // The same client address sign-in throttling uses (lib/http/client-address.ts).
+  return { requestId, ip: clientAddress(request.headers), userAgent: request.headers.get("user-agent") };
 }
 
 /** Bearer token first (no ambient credentials), then the session cookie. */
@@ -158,16 +162,16 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
       let body: unknown;
       let rawBody: unknown;
       try {
-        params = parseInput(paramsSchema, (await routeContext?.params) ?? {}, "path");
+        params = parseRequestInput(paramsSchema, (await routeContext?.params) ?? {}, "path");
         const raw: Record<string, string> = {};
         for (const [k, v] of new URL(request.url).searchParams) {
           if (k in raw) throw new InvalidInputError(`query parameter ${k} is given more than once`);
           raw[k] = v;
         }
-        query = parseInput(querySchema, raw, "query");
+        query = parseRequestInput(querySchema, raw, "query");
         if (spec.body) {
           rawBody = await readJson(request);
-          body = parseInput(spec.body, rawBody, "body");
+          body = parseRequestInput(spec.body, rawBody, "body");
         }
       } catch (err) {
         if (spec.action && principal && database && err instanceof ProblemError) {
@@ -177,9 +181,11 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
       }
       database ??= await db();
       const ctx = { request, params: params as z.output<P>, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database };
+      // One rule: operator actions require an Idempotency-Key; every other mutation honours one when sent.
+      const keyed = spec.idempotent || (UNSAFE.has(request.method) && spec.action !== undefined && request.headers.has(IDEMPOTENCY_KEY_HEADER));
       const response =
-        spec.idempotent && principal
-          ? await runIdempotently({ database, principal, request, action, path: instance, rawBody }, () => handle(ctx))
+        keyed && principal
+          ? await runIdempotently({ database, principal, request, action, path: instance, rawBody, withhold: spec.replayWithholds }, () => handle(ctx))
           : await handle(ctx);
       response.headers.set("x-request-id", requestId);
       return response;

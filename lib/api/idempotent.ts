@@ -45,6 +45,25 @@ export interface IdempotentCall {
   /** The path (it names the target) and the body as received: together they are the payload hashed. */
   path: string;
   rawBody: unknown;
+  /**
+   * Top-level fields of the JSON answer never stored (a new token's plaintext, revealed
+   * data): a replay answers them as null and lists them under `withheld`.
+   */
+  withhold?: readonly string[];
+}
+
+/** The answer as stored: without the withheld fields. */
+function storableBody(body: string, withhold: readonly string[] | undefined): string {
+  if (!withhold?.length) return body;
+  try {
+    const parsed = JSON.parse(body) as Record<string, unknown>;
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return body;
+    const present = withhold.filter((f) => f in parsed);
+    if (!present.length) return body;
+    return JSON.stringify({ ...parsed, ...Object.fromEntries(present.map((f) => [f, null])), withheld: present });
+  } catch {
+    return body;
+  }
 }
 
 interface ConsoleRequestRow {
@@ -118,7 +137,7 @@ export async function runIdempotently(call: IdempotentCall, execute: () => Promi
   }
   await prisma.$executeRaw`
     UPDATE console_requests SET status = ${response.ok ? "completed" : "failed"}, response_code = ${response.status},
-           response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${body}, updated_at = now()
+           response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${storableBody(body, call.withhold)}, updated_at = now()
      WHERE id = ${owned.id}`;
   return response;
 }

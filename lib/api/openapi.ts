@@ -58,12 +58,17 @@ function operationFor(path: string, method: HttpMethod, handler: RouteHandler): 
       parameters.push({ name, in: "query", required: required.has(name), schema });
     }
   }
-  if (spec.idempotent) {
+  // One rule (lib/api/handler.ts): operator actions require the key, every other mutation honours it when sent.
+  const keyed = spec.idempotent || (method !== "GET" && spec.action !== undefined);
+  if (keyed) {
     parameters.push({
       name: "Idempotency-Key",
       in: "header",
-      required: true,
-      description: "One key per intended action (1–255 visible ASCII). A retry with the same key and body replays the first answer with Idempotent-Replayed: true.",
+      required: !!spec.idempotent,
+      description:
+        "One key per intended action (1–255 visible ASCII). A retry with the same key and body replays the first answer with Idempotent-Replayed: true." +
+        (spec.idempotent ? "" : " Optional here: without it the request simply runs.") +
+        (spec.replayWithholds?.length ? ` A replay withholds ${spec.replayWithholds.join(", ")} (shown once).` : ""),
       schema: { type: "string", minLength: 1, maxLength: 255 },
     });
   }
@@ -77,12 +82,12 @@ function operationFor(path: string, method: HttpMethod, handler: RouteHandler): 
     responses["403"] = problem(`Lacks ${access === "signed_in" ? "a session" : `the permission ${access}`} (refusals are audited)`);
   }
   if (spec.params) responses["404"] = problem("No such resource");
-  if (method !== "GET") responses["409"] = problem("A precondition failed (the problem carries the current state)" + (spec.idempotent ? ", or the first request with this key is still in progress" : ""));
-  if (spec.idempotent) responses["422"] = problem("The Idempotency-Key was used before with a different request");
+  if (method !== "GET") responses["409"] = problem("A precondition failed (the problem carries the current state)" + (keyed ? ", or the first request with this key is still in progress" : ""));
+  if (keyed) responses["422"] = problem("The Idempotency-Key was used before with a different request");
   const description = [
     access === "public" ? "Public." : access === "signed_in" ? "Any signed-in user or token." : `Permission \`${access}\`: ${isPermission(access) ? PERMISSIONS[access] : ""}.`,
     spec.action ? `Audited as \`${spec.action}\`.` : null,
-    spec.idempotent ? `Requires \`${IDEMPOTENCY_KEY_HEADER}\`.` : null,
+    spec.idempotent ? `Requires \`${IDEMPOTENCY_KEY_HEADER}\`.` : keyed ? `Honours \`${IDEMPOTENCY_KEY_HEADER}\` when sent.` : null,
   ]
     .filter(Boolean)
     .join(" ");
@@ -119,7 +124,7 @@ export function buildOpenApiDocument(routes: readonly RouteModuleEntry[], opts: 
       title: "Idempotency Console API",
       version: opts.version ?? "1",
       description:
-        "Read and act on the shared idempotency tables. Errors are RFC 9457 problem details. Mutations need a reason (audited) and, for operator actions, an Idempotency-Key.",
+        "Read and act on the shared idempotency tables. Errors are RFC 9457 problem details. Mutations need a reason (audited); every mutation takes an Idempotency-Key — required for operator actions, honoured when sent for the rest.",
     },
     ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
     paths,

@@ -261,3 +261,21 @@ export async function* auditCsvChunks(
     if (page.length < take) return;
   }
 }
+
+/** GET /api/v1/audit/verify: optionally a published anchor to check (all three fields, or none). */
+export const verifyQuerySchema = z
+  .object({
+    anchorId: optional(z.string().regex(/^\d{1,19}$/, "must be an entry id").transform((v) => BigInt(v))),
+    anchorHash: optional(z.string().trim().regex(/^[0-9a-f]{64}$/, "must be the anchor's hash (64 lowercase hex digits)")),
+    anchorCount: optional(
+      z
+        .string()
+        .regex(/^\d{1,15}$/, "must be the anchor's entry count")
+        .transform(Number),
+    ),
+  })
+  .strict()
+  .refine((q) => [q.anchorId, q.anchorHash, q.anchorCount].every((v) => v === undefined) || [q.anchorId, q.anchorHash, q.anchorCount].every((v) => v !== undefined), {
+    message: "give anchorId, anchorHash and anchorCount together (from a published anchor)",
+    path: ["anchorId"],
+  });

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { parseProxyTrust } from "../http/client-address";
 import { oidcConfigFromEnv } from "./oidc-config";
 
 /**
@@ -19,9 +20,9 @@ export const EMBEDDED_SECRET_FILE = ".data/nextauth-secret";
 
 type Env = Record<string, string | undefined>;
 
-/** Problems that must stop the server (secret and URL: production only; SSO settings: always). */
+/** Problems that must stop the server (secret and URL: production only; SSO and trusted-proxy settings: always). */
 export function authConfigProblems(env: Env = process.env): string[] {
-  if (!env.DATABASE_URL) return oidcProblems(env);
+  if (!env.DATABASE_URL) return [...oidcProblems(env), ...parseProxyTrust(env).problems];
   const problems: string[] = [];
   const secret = env.NEXTAUTH_SECRET ?? "";
   if (secret.length < MIN_SECRET_LENGTH) {
@@ -34,7 +35,7 @@ export function authConfigProblems(env: Env = process.env): string[] {
   if (!/^https?:\/\/[^/\s]+/i.test(url)) {
     problems.push("NEXTAUTH_URL must be set to the console's public URL, e.g. https://console.example.com");
   }
-  return [...problems, ...oidcProblems(env)];
+  return [...problems, ...oidcProblems(env), ...parseProxyTrust(env).problems];
 }
 
 /** A half or malformed single sign-on configuration, in any mode. */

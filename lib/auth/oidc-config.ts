@@ -9,16 +9,29 @@ export interface OidcConfig {
   issuer: string;
   clientId: string;
   clientSecret: string;
-  groupsClaim: string;
+  /** Claims whose values are the user's groups (dotted paths reach into objects: realm_access.roles). */
+  groupsClaims: string[];
+  /**
+   * The scope that releases the groups claim: a name, "" for none, or undefined for
+   * automatic ("groups" when the provider's discovery document lists it).
+   */
+  groupsScope: string | undefined;
   roleMap: Map<string, Role[]>;
   name: string;
-  scopes: string;
+  /** OIDC_SCOPES verbatim when set (then groupsScope is not added); else null (BASE_SCOPES + the groups scope). */
+  scopes: string | null;
+  /** RP-initiated logout at the provider's end_session_endpoint on sign-out (default on). */
+  logout: boolean;
 }
+
+export const BASE_SCOPES = "openid email profile";
 
 /**
  * OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET (all three, or SSO is off),
- * OIDC_GROUPS_CLAIM (default "groups"), OIDC_ROLE_MAP ("group=role,…"),
- * OIDC_NAME (button label), OIDC_SCOPES (default "openid email profile").
+ * OIDC_ROLE_MAP ("group=role,…"), OIDC_GROUPS_CLAIM (default "groups"; several
+ * comma-separated, dotted paths allowed), OIDC_GROUPS_SCOPE (default: "groups" if
+ * the provider offers it; empty: none), OIDC_SCOPES (replaces the whole scope list),
+ * OIDC_NAME (button label), OIDC_LOGOUT (0/off: no RP-initiated logout).
  * Throws on a half or malformed configuration.
  */
 export function oidcConfigFromEnv(env: Record<string, string | undefined> = process.env): OidcConfig | null {
@@ -36,10 +49,12 @@ export function oidcConfigFromEnv(env: Record<string, string | undefined> = proc
     issuer: issuer.replace(/\/+$/, ""),
     clientId,
     clientSecret,
-    groupsClaim: env.OIDC_GROUPS_CLAIM?.trim() || "groups",
+    groupsClaims: parseGroupsClaims(env.OIDC_GROUPS_CLAIM),
+    groupsScope: env.OIDC_GROUPS_SCOPE === undefined ? undefined : env.OIDC_GROUPS_SCOPE.trim(),
     roleMap,
     name: env.OIDC_NAME?.trim() || "Single sign-on",
-    scopes: env.OIDC_SCOPES?.trim() || "openid email profile",
+    scopes: env.OIDC_SCOPES?.trim() || null,
+    logout: !/^(0|off|false|no)$/i.test(env.OIDC_LOGOUT?.trim() ?? ""),
   };
 }
 
@@ -60,6 +75,30 @@ export function parseRoleMap(raw: string | undefined): Map<string, Role[]> {
     map.set(group, [...new Set([...(map.get(group) ?? []), role])]);
   }
   return map;
+}
+
+function parseGroupsClaims(raw: string | undefined): string[] {
+  const claims = (raw ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  for (const c of claims) {
+    if (!/^[A-Za-z0-9_:/.-]+$/.test(c)) throw new Error(`OIDC_GROUPS_CLAIM: "${c}" is not a claim name (letters, digits, _ : / - and dots for nested claims)`);
+  }
+  return claims.length ? claims : ["groups"];
+}
+
+/** A claim by name, or by dotted path into nested objects ("realm_access.roles"); a name with dots that exists as is wins. */
+export function claimAt(claims: Record<string, unknown>, name: string): unknown {
+  if (name in claims) return claims[name];
+  let v: unknown = claims;
+  for (const part of name.split(".")) {
+    if (!v || typeof v !== "object") return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+/** Every group named by the configured claims (deduplicated, in order). */
+export function groupsFromClaims(claims: Record<string, unknown>, names: readonly string[]): string[] {
+  return [...new Set(names.flatMap((n) => groupsFromClaim(claimAt(claims, n))))];
 }
 
 /** The groups claim as a list: an array of strings, or one string (space or comma separated). */

@@ -1,4 +1,6 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { AuthOptions, User } from "next-auth";
+import type { TokenSet } from "openid-client";
 import { encode, type JWT } from "next-auth/jwt";
 import CredentialsProvider from "next-auth/providers/credentials";
 import type { OAuthConfig } from "next-auth/providers/oauth";
@@ -6,9 +8,11 @@ import type { RequestMeta } from "../audit";
 import { db } from "../db";
 import { authConfigProblems } from "./config";
 import type { Role } from "./permissions";
-import { oidcConfigFromEnv, type OidcConfig } from "./oidc-config";
-import { auditSignOut, groupsFromClaim, passwordSignIn, ssoSignIn, type SignInRefusal } from "./sign-in";
-import { clientIp } from "./throttle";
+import { groupsFromClaims, oidcConfigFromEnv, type OidcConfig } from "./oidc-config";
+import { discover, requestedScopes } from "./oidc-discovery";
+import { createSession, SESSION_MAX_AGE_S } from "./sessions";
+import { passwordSignIn, signOutSession, ssoSignIn, type SignInRefusal } from "./sign-in";
+import { clientAddress } from "../http/client-address";
 
 /**
  * next-auth v4 configuration (the only next-auth-specific module besides the
@@ -21,8 +25,7 @@ import { clientIp } from "./throttle";
  * NEXTAUTH_URL is https — Secure with __Secure-/__Host- name prefixes.
  */
 
-/** Absolute session lifetime: 8 hours from sign-in, however often it is refreshed. */
-export const SESSION_MAX_AGE_S = 8 * 60 * 60;
+export { SESSION_MAX_AGE_S };
 /**
  * Set as asked, but next-auth v4 only uses updateAge for database sessions: a
  * JWT session cookie is re-issued on every GET /api/auth/session (which the
@@ -78,24 +81,43 @@ interface ConsoleAuthUser extends User {
   emailVerified?: boolean | null;
 }
 
-function oidcProvider(config: OidcConfig): OAuthConfig<Record<string, unknown>> {
+/** The claims the console needs besides sub: an email, a name, the groups. */
+function missingClaims(claims: Record<string, unknown>, config: OidcConfig): boolean {
+  return typeof claims.email !== "string" || (typeof claims.name !== "string" && typeof claims.preferred_username !== "string") || groupsFromClaims(claims, config.groupsClaims).length === 0;
+}
+
+function oidcProvider(config: OidcConfig, scope: string): OAuthConfig<Record<string, unknown>> {
   return {
     id: "oidc",
     name: config.name,
     type: "oauth",
     wellKnown: `${config.issuer}/.well-known/openid-configuration`,
-    authorization: { params: { scope: config.scopes } },
+    authorization: { params: { scope } },
     idToken: true,
     checks: ["pkce", "state"],
     clientId: config.clientId,
     clientSecret: config.clientSecret,
+    // The ID token is validated first (signature, issuer, audience, expiry); a
+    // conforming provider keeps email, name and groups out of a code-flow ID token
+    // when an access token lets the client ask userinfo, so ask it for what is missing.
+    // Userinfo must name the same subject (openid-client checks); ID-token claims win.
+    userinfo: {
+      async request({ tokens, client }) {
+        // next-auth passes openid-client's TokenSet (its types say TokenSetParameters).
+        const set = tokens as unknown as TokenSet;
+        const claims = set.claims() as Record<string, unknown>;
+        if (!missingClaims(claims, config) || !set.access_token || !client.issuer.metadata.userinfo_endpoint) return claims;
+        const info = (await client.userinfo(set)) as Record<string, unknown>;
+        return { ...info, ...Object.fromEntries(Object.entries(claims).filter(([, v]) => v !== undefined && v !== null)) };
+      },
+    },
     profile(claims): ConsoleAuthUser {
       const str = (k: string) => (typeof claims[k] === "string" ? (claims[k] as string) : null);
       return {
         id: String(claims.sub),
         email: str("email"),
         name: str("name") ?? str("preferred_username"),
-        groups: groupsFromClaim(claims[config.groupsClaim]),
+        groups: groupsFromClaims(claims, config.groupsClaims),
         emailVerified: typeof claims.email_verified === "boolean" ? claims.email_verified : null,
       };
     },
@@ -106,19 +128,46 @@ export { oidcConfigFromEnv, type OidcConfig };
 
 // --- the options ------------------------------------------------------------
 
+/** next-auth's logged errors during one request (its logger is process-wide; this keeps them per request). */
+const authErrors = new AsyncLocalStorage<string[]>();
+
+function errorMessage(metadata: unknown): string {
+  const m = metadata as { error?: unknown; message?: unknown } | undefined;
+  if (metadata instanceof Error) return metadata.message;
+  if (m?.error instanceof Error) return m.error.message;
+  if (typeof m?.message === "string") return m.message;
+  return typeof metadata === "string" ? metadata : "";
+}
+
+/** The options for a request to /api/auth/*, with the scopes the provider's discovery document allows. */
+export async function authOptionsForRequest(meta: RequestMeta): Promise<AuthOptions> {
+  const oidc = oidcConfigFromEnv();
+  const scope = oidc ? requestedScopes(oidc, await discover(oidc.issuer).catch(() => null)) : undefined;
+  return authOptions(meta, scope);
+}
+
+/** Runs next-auth's handler for one request and returns what it logged as errors along with its answer. */
+export async function withAuthErrors(run: () => Promise<Response>): Promise<{ response: Response; errors: string[] }> {
+  const errors: string[] = [];
+  const response = await authErrors.run(errors, run);
+  return { response, errors };
+}
+
 /** Request metadata for the audit trail, from next-auth's plain header object. */
 export function metaFromHeaders(headers: Record<string, string | string[] | undefined> | Headers | undefined): RequestMeta {
   const h = headers ?? {};
   const get = (n: string) => (h instanceof Headers ? h.get(n) : ([] as (string | undefined)[]).concat(h[n] ?? [])[0]) ?? null;
-  return { ip: clientIp(h), userAgent: get("user-agent"), requestId: get("x-request-id") };
+  return { ip: clientAddress(h), userAgent: get("user-agent"), requestId: get("x-request-id") };
 }
 
 /**
  * Builds the options for one request (`meta` is that request's IP and user
  * agent, for the audit trail of callbacks that do not see the request).
- * Throws when the production configuration is incomplete.
+ * `oidcScope`: the scopes to ask the identity provider for (authOptionsForRequest
+ * reads them from its discovery document). Throws when the production
+ * configuration is incomplete.
  */
-export function authOptions(meta: RequestMeta = {}): AuthOptions {
+export function authOptions(meta: RequestMeta = {}, oidcScope?: string): AuthOptions {
   const problems = authConfigProblems();
   if (problems.length) throw new Error(`Sign-in is not configured: ${problems.join("; ")}`);
   const oidc = oidcConfigFromEnv();
@@ -145,7 +194,7 @@ export function authOptions(meta: RequestMeta = {}): AuthOptions {
 
   return {
     secret: process.env.NEXTAUTH_SECRET,
-    providers: oidc ? [credentials, oidcProvider(oidc)] : [credentials],
+    providers: oidc ? [credentials, oidcProvider(oidc, oidcScope ?? requestedScopes(oidc, null))] : [credentials],
     session: { strategy: "jwt", maxAge: SESSION_MAX_AGE_S, updateAge: SESSION_UPDATE_AGE_S },
     jwt: {
       maxAge: SESSION_MAX_AGE_S,
@@ -183,12 +232,23 @@ export function authOptions(meta: RequestMeta = {}): AuthOptions {
         u.roles = result.user.roles;
         return true;
       },
-      async jwt({ token, user }): Promise<JWT> {
+      async jwt({ token, user, account }): Promise<JWT> {
         if (user) {
+          // Sign-in: the server-side session starts here; the cookie carries only its secret.
           const u = user as ConsoleAuthUser;
+          const sso = account?.provider === "oidc";
+          const database = await db();
+          const { secret } = await createSession(database.prisma, {
+            userId: u.id,
+            method: sso ? "sso" : "password",
+            provider: sso ? "oidc" : null,
+            idToken: sso && typeof account?.id_token === "string" ? account.id_token : null,
+            request: meta,
+          });
           return {
             sub: u.id,
             uid: u.id,
+            sid: secret,
             email: u.email,
             name: u.name,
             roles: u.roles ?? [],
@@ -216,15 +276,19 @@ export function authOptions(meta: RequestMeta = {}): AuthOptions {
       },
     },
     events: {
+      // next-auth's own /api/auth/signout: the session ends in the database too (the console's button uses DELETE /api/v1/session).
       async signOut({ token }) {
-        if (typeof token?.uid === "string") {
+        if (typeof token?.sid === "string") {
           const database = await db();
-          await auditSignOut(database.prisma, token.uid, meta).catch((err) => console.error("audit of sign-out failed:", err));
+          await signOutSession(database.prisma, token.sid, meta).catch((err) => console.error("sign-out failed:", err));
         }
       },
     },
     logger: {
-      error: (code, metadata) => console.error(`[next-auth] ${code}`, metadata instanceof Error ? metadata.message : metadata),
+      error: (code, metadata) => {
+        console.error(`[next-auth] ${code}`, metadata instanceof Error ? metadata.message : metadata);
+        authErrors.getStore()?.push(`${code}: ${errorMessage(metadata)}`.slice(0, 300));
+      },
       warn: (code) => {
         if (code !== "DEBUG_ENABLED") console.warn(`[next-auth] ${code}`);
       },

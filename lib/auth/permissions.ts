@@ -82,6 +82,8 @@ export interface Principal {
   permissions: ReadonlySet<Permission>;
   tokenId?: bigint;
   tokenName?: string;
+  /** For a browser session: its console_sessions id (lib/auth/sessions.ts). */
+  sessionId?: bigint;
 }
 
 /** Route access: a permission from the table, any signed-in principal, or public. */

@@ -1,8 +1,11 @@
-import type { ConsoleUser, PrismaClient } from "../generated/prisma/client";
-import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
+import type { ConsoleSession, ConsoleUser, PrismaClient } from "../generated/prisma/client";
+import { appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { PASSWORD_MAX_LENGTH, hashPassword, passwordNeedsRehash, verifyPassword } from "./password";
-import { groupsFromClaim, parseRoleMap, rolesFromGroups } from "./oidc-config";
+import { groupsFromClaim, oidcConfigFromEnv, parseRoleMap, rolesFromGroups } from "./oidc-config";
+import { discover, endSessionUrl } from "./oidc-discovery";
+import { sessionSecretOf } from "./session";
 import { isRole, type Role } from "./permissions";
+import { revokeSessionBySecret } from "./sessions";
 import { checkSignInThrottle, recordSignInAttempt, waitMinutes, type ThrottlePolicy, DEFAULT_THROTTLE } from "./throttle";
 
 /**
@@ -288,12 +291,97 @@ export async function ssoSignIn(
   });
 }
 
-/** Sign-out (the session cookie is cleared by next-auth). */
-export async function auditSignOut(prisma: PrismaClient, userId: string, meta: RequestMeta = {}): Promise<void> {
-  if (!/^\d{1,19}$/.test(userId)) return;
-  const user = await prisma.consoleUser.findUnique({ where: { id: BigInt(userId) }, select: { id: true, email: true } });
-  if (!user) return;
-  await prisma.$transaction((tx) =>
-    appendAudit(tx, { actor: userActor(user), action: "auth.sign_out", target: { table: "console_users", id: user.id }, outcome: "done", request: meta }),
-  );
+/**
+ * Sign-out: ends the server-side session the cookie names (a copy of the cookie
+ * is refused from now on) and audits it, in one transaction. The session as it
+ * was (its provider and ID token serve RP-initiated logout), or null when it was
+ * not live.
+ */
+export async function signOutSession(prisma: PrismaClient, secret: string, meta: RequestMeta = {}): Promise<ConsoleSession | null> {
+  return prisma.$transaction(async (tx) => {
+    const session = await revokeSessionBySecret(tx, secret, "signed out");
+    if (!session) return null;
+    const user = await tx.consoleUser.findUnique({ where: { id: session.userId }, select: { id: true, email: true } });
+    if (user) {
+      await appendAudit(tx, {
+        actor: userActor(user),
+        action: "auth.sign_out",
+        target: { table: "console_users", id: user.id },
+        outcome: "done",
+        request: meta,
+        detail: { session: session.id.toString(), method: session.method },
+      });
+    }
+    return session;
+  });
+}
+
+/** The refusals ssoSignIn audits itself (the signIn callback sends the browser to /login?error=<code>). */
+const SSO_REFUSALS_AUDITED = new Set(["SsoNoRole", "SsoConflict", "SsoNoEmail", "AccountDisabled"]);
+
+/**
+ * A single sign-on request next-auth turned away before our sign-in logic ran —
+ * a tampered or replayed callback (state mismatch, missing state or PKCE
+ * cookie), an error the provider sent back (?error=access_denied), a failed code
+ * exchange or ID token check, an unreachable provider — audited as
+ * auth.sign_in_failed with next-auth's error code and what it logged. Returns
+ * whether it wrote an entry. `path` is the request's path, `location` where
+ * next-auth sent the browser.
+ */
+export async function auditSsoFailure(
+  prisma: PrismaClient,
+  input: { path: string; location: string | null; providerError?: string | null; errors: string[] },
+  meta: RequestMeta,
+): Promise<boolean> {
+  const m = /^\/api\/auth\/(callback|signin)\/([^/]+)$/.exec(input.path);
+  if (!m || m[2] === "credentials" || !input.location) return false;
+  let error: string | null = null;
+  try {
+    error = new URL(input.location, "http://console.invalid").searchParams.get("error");
+  } catch {
+    return false;
+  }
+  if (!error || SSO_REFUSALS_AUDITED.has(error)) return false;
+  await audit(prisma, {
+    actor: { type: "anonymous", label: `single sign-on (${m[2]})` },
+    action: "auth.sign_in_failed",
+    outcome: "refused",
+    request: meta,
+    detail: {
+      method: "sso",
+      provider: m[2],
+      stage: m[1],
+      reason: error,
+      ...(input.providerError ? { providerError: input.providerError.slice(0, 200) } : {}),
+      errors: input.errors.slice(0, 5),
+    },
+  });
+  return true;
+}
+
+/**
+ * DELETE /api/v1/session: ends the request's browser session (server-side, audited)
+ * and says where the browser goes next — the identity provider's end_session_endpoint
+ * for a single sign-on session when it has one (RP-initiated logout, back to
+ * /login afterwards), else /login.
+ */
+export async function endBrowserSession(prisma: PrismaClient, request: Request, meta: RequestMeta): Promise<{ signedOut: boolean; redirectTo: string }> {
+  const secret = await sessionSecretOf(request);
+  const session = secret ? await signOutSession(prisma, secret, meta) : null;
+  const base = (process.env.NEXTAUTH_URL || new URL(request.url).origin).replace(/\/+$/, "");
+  let redirectTo = "/login";
+  const oidc = session?.method === "sso" ? oidcConfigFromEnvSafe() : null;
+  if (oidc && session) {
+    const discovery = await discover(oidc.issuer).catch(() => null);
+    redirectTo = endSessionUrl(oidc, discovery, { idToken: session.idToken, postLogoutRedirectUri: `${base}/login` }) ?? "/login";
+  }
+  return { signedOut: session !== null, redirectTo };
+}
+
+function oidcConfigFromEnvSafe() {
+  try {
+    return oidcConfigFromEnv();
+  } catch {
+    return null;
+  }
 }

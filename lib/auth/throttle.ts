@@ -107,29 +107,3 @@ export async function recordSignInAttempt(
 ): Promise<void> {
   await prisma.signInAttempt.create({ data: { email, ip, succeeded, attemptedAt: now } });
 }
-
-/**
- * The client address for throttling and the audit trail: the right-most
- * X-Forwarded-For entry — the one added by the nearest proxy (or by Next
- * itself when the header is absent). The left-most entries are whatever the
- * client sent and must not be trusted. TRUSTED_PROXY_HOPS=n skips n more
- * entries from the right when there are n proxies in front of the first one.
- */
-export function clientIp(headers: Record<string, string | string[] | undefined> | Headers, trustedHops = proxyHops()): string {
-  const get = (name: string): string | undefined => {
-    if (headers instanceof Headers) return headers.get(name) ?? undefined;
-    const v = headers[name];
-    return Array.isArray(v) ? v.join(",") : v;
-  };
-  const chain = (get("x-forwarded-for") ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const picked = chain.length ? chain[Math.max(0, chain.length - 1 - trustedHops)] : get("x-real-ip")?.trim();
-  return (picked || "unknown").slice(0, 100);
-}
-
-function proxyHops(): number {
-  const n = Number(process.env.TRUSTED_PROXY_HOPS ?? 0);
-  return Number.isInteger(n) && n >= 0 && n < 10 ? n : 0;
-}

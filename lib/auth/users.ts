@@ -5,6 +5,7 @@ import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
 import { parseInput } from "../idempotency/schemas";
+import { liveSessionCounts, revokeUserSessions } from "./sessions";
 import { hashPassword, passwordSchema } from "./password";
 import { can, ROLES, type Permission, type Principal, type Role } from "./permissions";
 
@@ -172,6 +173,8 @@ export interface UserView {
   hasPassword: boolean;
   /** Linked to a single-sign-on identity. */
   sso: boolean;
+  /** Live browser sessions (in the users list only). */
+  activeSessions?: number;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -319,6 +322,8 @@ export async function updateUser(
           updatedAt: new Date(),
         },
       });
+      // Disabled: every session ends now (re-enabling does not bring them back).
+      const sessionsEnded = disabled && !wasDisabled ? await revokeUserSessions(tx, before.id, "user disabled") : 0;
       await appendAudit(tx, {
         actor: auditActor(actor),
         action: "users.update",
@@ -328,7 +333,7 @@ export async function updateUser(
         reason: input.reason,
         request,
         outcome: "done",
-        detail: { noop: false, changes },
+        detail: { noop: false, changes, ...(sessionsEnded ? { sessionsEnded } : {}) },
       });
       return { user: userView(after), noop: false };
     });
@@ -355,8 +360,8 @@ export function enableUser(prisma: PrismaClient, actor: Actor, input: { userId: 
 /** Every user, by email. Reading is not audited. */
 export async function listUsers(prisma: PrismaClient, actor: Actor): Promise<UserView[]> {
   requirePermission(actor, "users.manage");
-  const users = await prisma.consoleUser.findMany({ orderBy: { email: "asc" } });
-  return users.map(userView);
+  const [users, sessions] = await Promise.all([prisma.consoleUser.findMany({ orderBy: { email: "asc" } }), liveSessionCounts(prisma)]);
+  return users.map((u) => ({ ...userView(u), activeSessions: sessions.get(u.id.toString()) ?? 0 }));
 }
 
 /** For scripts: the user with this email (normalised), or null. */

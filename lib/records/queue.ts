@@ -131,7 +131,9 @@ export function queueSql(input: QueueInput, thresholds: StuckThresholds, now: Da
          WHERE ${[where, ...filters].join(" AND ")} ${order} LIMIT ${take})`,
     );
   }
-  if (branches.length === 0) branches.push(`(SELECT NULL::bigint AS id, NULL::timestamptz AS updated_at, NULL::text AS kind WHERE FALSE)`);
+  // The kind and the status exclude each other (kind=reconciliation&status=pending): nothing to list, and
+  // no statement whose parameters go unused (PostgreSQL cannot type those: 42P18).
+  if (branches.length === 0) return { text: "SELECT NULL WHERE FALSE", values: [] };
   const nowP = p.add(now);
   return {
     text: `WITH q AS (${branches.join(" UNION ALL ")})

@@ -1,7 +1,10 @@
 import { encode } from "next-auth/jwt";
 import pg from "pg";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
+import { randomBytes } from "node:crypto";
+import { createSession } from "@/lib/auth/sessions";
 import { generateToken } from "@/lib/auth/tokens";
+import { db } from "@/lib/db";
 import type { SqlExecutor } from "@/lib/db/sql";
 import type { TestDatabase } from "./db";
 
@@ -54,9 +57,17 @@ export async function createTestToken(
   return g.token;
 }
 
-/** The Cookie header of a signed-in browser session for the user (next-auth JWT with uid). */
+/**
+ * The Cookie header of a signed-in browser session for the user: a server-side
+ * session (lib/auth/sessions.ts, in the database given to provideDatabase) and
+ * the next-auth JWT naming it (uid + sid). For a user that does not exist, a
+ * JWT naming a session that does not exist either.
+ */
 export async function sessionCookie(userId: bigint): Promise<string> {
-  const jwt = await encode({ token: { uid: String(userId) }, secret: process.env.NEXTAUTH_SECRET ?? TEST_NEXTAUTH_SECRET });
+  const database = await db();
+  const exists = await database.prisma.consoleUser.findUnique({ where: { id: userId }, select: { id: true } });
+  const sid = exists ? (await createSession(database.prisma, { userId, method: "password" })).secret : randomBytes(32).toString("base64url");
+  const jwt = await encode({ token: { uid: String(userId), sid }, secret: process.env.NEXTAUTH_SECRET ?? TEST_NEXTAUTH_SECRET });
   return `${SESSION_COOKIE}=${jwt}`;
 }
 

@@ -1,13 +1,15 @@
 "use client";
 
-import { Fragment, useState, type FormEvent } from "react";
+import { Fragment, useEffect, useState, type FormEvent } from "react";
 import { ActionNotice, useAction } from "@/components/client/use-action";
 import { apiFetch } from "@/components/client/api";
 import { When } from "@/components/time/When";
 import { ROLE_DESCRIPTIONS, ROLES, type Role } from "@/lib/auth/permissions";
+import type { SessionView } from "@/lib/auth/sessions";
 import type { UserView } from "@/lib/auth/users";
 
-type Pending = { userId: string; kind: "roles" | "disable" | "enable" } | null;
+type Kind = "roles" | "disable" | "enable" | "sessions";
+type Pending = { userId: string; kind: Kind } | null;
 
 /** Users: list, invite, change roles, disable/enable — every change with a reason, through /api/v1/users. */
 export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: UserView[]; currentUserId: string }) {
@@ -63,11 +65,17 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
                     </span>
                   </td>
                   <td data-label="Sign-in" className="subtle">{[u.hasPassword && "password", u.sso && "SSO"].filter(Boolean).join(", ") || "not set up"}</td>
-                  <td data-label="Last sign-in" className="subtle nowrap"><When iso={u.lastSignInAt} fallback="never" /></td>
+                  <td data-label="Last sign-in" className="subtle nowrap">
+                    <When iso={u.lastSignInAt} fallback="never" />
+                    {u.activeSessions ? <div data-testid="user-sessions">{u.activeSessions} active session{u.activeSessions === 1 ? "" : "s"}</div> : null}
+                  </td>
                   <td data-label="Actions">
                     <div className="row-actions">
                       <button type="button" disabled={busy} onClick={() => setPending({ userId: u.id, kind: "roles" })}>
                         Change roles
+                      </button>
+                      <button type="button" disabled={busy} onClick={() => setPending({ userId: u.id, kind: "sessions" })}>
+                        Sessions
                       </button>
                       {u.disabled ? (
                         <button type="button" disabled={busy} onClick={() => setPending({ userId: u.id, kind: "enable" })}>
@@ -89,6 +97,20 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
                 {open && (
                   <tr className="action-row">
                     <td colSpan={6}>
+                      {open.kind === "sessions" ? (
+                        <SessionsForm
+                          user={u}
+                          busy={busy}
+                          onCancel={() => setPending(null)}
+                          onSubmit={async (reason) => {
+                            const ok = await run(async () => {
+                              const res = await apiFetch<{ revoked: number }>(`/api/v1/users/${u.id}/sessions`, { method: "DELETE", body: { reason } });
+                              return `Signed ${u.email} out everywhere: ${res.revoked} session${res.revoked === 1 ? "" : "s"} ended.`;
+                            });
+                            if (ok) setPending(null);
+                          }}
+                        />
+                      ) : (
                       <UserActionForm
                         user={u}
                         kind={open.kind}
@@ -106,6 +128,7 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
                           }
                         }}
                       />
+                      )}
                     </td>
                   </tr>
                 )}
@@ -208,7 +231,7 @@ function UserActionForm({
   onSubmit,
 }: {
   user: UserView;
-  kind: "roles" | "disable" | "enable";
+  kind: Exclude<Kind, "sessions">;
   busy: boolean;
   onCancel: () => void;
   onSubmit: (body: { roles?: Role[]; disabled?: boolean; reason: string }, done: () => void) => Promise<void>;
@@ -240,6 +263,73 @@ function UserActionForm({
         </button>
         <button type="button" onClick={onCancel}>
           Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** A user's live sessions and "Sign out everywhere" (GET / DELETE /api/v1/users/{id}/sessions). */
+function SessionsForm({ user, busy, onCancel, onSubmit }: { user: UserView; busy: boolean; onCancel: () => void; onSubmit: (reason: string) => Promise<void> }) {
+  const [sessions, setSessions] = useState<SessionView[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [reason, setReason] = useState("");
+  useEffect(() => {
+    apiFetch<{ sessions: SessionView[] }>(`/api/v1/users/${user.id}/sessions`).then(
+      (r) => setSessions(r.sessions),
+      (e: unknown) => setError(e instanceof Error ? e.message : String(e)),
+    );
+  }, [user.id]);
+  return (
+    <form
+      className="form-grid"
+      data-testid="sessions-form"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void onSubmit(reason);
+      }}
+    >
+      <strong>Active sessions of {user.email}</strong>
+      {error && <p role="alert">{error}</p>}
+      {sessions === null && !error && <p className="subtle">Loading…</p>}
+      {sessions?.length === 0 && <p className="subtle">No active session.</p>}
+      {sessions && sessions.length > 0 && (
+        <table className="admin-table" data-testid="sessions-table">
+          <thead>
+            <tr>
+              <th>Signed in</th>
+              <th>Last seen</th>
+              <th>How</th>
+              <th>From</th>
+              <th>Ends</th>
+            </tr>
+          </thead>
+          <tbody>
+            {sessions.map((s) => (
+              <tr key={s.id}>
+                <td className="nowrap"><When iso={s.createdAt} /></td>
+                <td className="nowrap"><When iso={s.lastSeenAt} /></td>
+                <td>{s.method === "sso" ? `single sign-on${s.provider ? ` (${s.provider})` : ""}` : "password"}</td>
+                <td>
+                  {s.ip ?? "—"}
+                  {s.userAgent && <div className="subtle">{s.userAgent.slice(0, 80)}</div>}
+                </td>
+                <td className="nowrap"><When iso={s.expiresAt} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <label>
+        Reason <span className="subtle">(kept in the audit log)</span>
+        <input type="text" name="reason" required minLength={3} maxLength={2000} value={reason} onChange={(e) => setReason(e.target.value)} />
+      </label>
+      <div className="row-actions">
+        <button type="submit" disabled={busy || !sessions?.length}>
+          Sign out everywhere
+        </button>
+        <button type="button" onClick={onCancel}>
+          Close
         </button>
       </div>
     </form>

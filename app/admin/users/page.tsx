@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
-import { Forbidden } from "@/components/Forbidden";
 import { requirePage } from "@/components/server/page-auth";
 import { listUsers } from "@/lib/auth/users";
 import { db } from "@/lib/db";
@@ -11,8 +10,7 @@ export const metadata: Metadata = { title: "Users · Idempotency Console" };
 /** Admins: invite users, change roles, disable/enable (every change audited with its reason). */
 export default async function UsersPage() {
   await connection();
-  const { principal, allowed } = await requirePage("users.manage", "/admin/users");
-  if (!allowed) return <Forbidden access="users.manage" />;
+  const { principal } = await requirePage("/admin/users", "/admin/users");
   const database = await db();
   const users = await listUsers(database.prisma, principal);
   return (

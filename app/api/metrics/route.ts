@@ -1,4 +1,5 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
+import { anchorMetricsText } from "@/lib/audit/anchor";
 import { renderMetrics } from "@/lib/stats/metrics";
 
 /**
@@ -7,7 +8,8 @@ import { renderMetrics } from "@/lib/stats/metrics";
  */
 export const GET = apiRoute({ access: "stats.read", summary: "Prometheus metrics (text exposition format)" }, async ({ db }) => {
   const { text, contentType } = await db.withSession((session) => renderMetrics(session, { snapshot: db.mode === "postgres" }));
-  return new Response(text, { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" } });
+  // The audit chain's last published anchor (lib/audit/anchor.ts): an outside copy of its head.
+  return new Response(text + (await anchorMetricsText()), { status: 200, headers: { "content-type": contentType, "cache-control": "no-store" } });
 });
 
 const refuse = methodNotAllowed(["GET"]);

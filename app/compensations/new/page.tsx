@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { NewCompensation } from "@/components/compensations/NewCompensation";
-import { Forbidden } from "@/components/Forbidden";
 import { pathWithQuery, type PageSearchParams } from "@/components/queue/page-path";
 import { requirePage } from "@/components/server/page-auth";
 
@@ -13,8 +12,7 @@ const one = (v: string | string[] | undefined) => (typeof v === "string" ? v : u
 /** /compensations/new?recordId=…&relatedRecordId=…&reason=…: the request form (duplicate-charge hand-over). */
 export default async function NewCompensationPage({ searchParams }: { searchParams: Promise<PageSearchParams> }) {
   const sp = await searchParams;
-  const { allowed } = await requirePage("compensations.request", pathWithQuery("/compensations/new", sp));
-  if (!allowed) return <Forbidden access="compensations.request" />;
+  await requirePage("/compensations/new", pathWithQuery("/compensations/new", sp));
   const recordId = one(sp.recordId);
   const related = one(sp.relatedRecordId);
   return (

@@ -1,5 +1,4 @@
 import { notFound } from "next/navigation";
-import { Forbidden } from "@/components/Forbidden";
 import { RecordDetail } from "@/components/records/RecordDetail";
 import { requirePage } from "@/components/server/page-auth";
 import { can } from "@/lib/auth/permissions";
@@ -20,8 +19,7 @@ export default async function RecordPage({
   const raw = (await searchParams).window;
   const window = typeof raw === "string" && /^\d{1,5}[smhd]$/.test(raw) ? raw : undefined;
   const path = `/records/${encodeURIComponent(id)}${window ? `?window=${window}` : ""}`;
-  const { principal, allowed } = await requirePage("records.read", path);
-  if (!allowed) return <Forbidden access="records.read" />;
+  const { principal } = await requirePage("/records", path);
   if (!/^[1-9]\d{0,18}$/.test(id)) notFound();
   return (
     <RecordDetail

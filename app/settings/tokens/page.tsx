@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
 import { connection } from "next/server";
-import { Forbidden } from "@/components/Forbidden";
 import { requirePage } from "@/components/server/page-auth";
 import { ALL_PERMISSIONS, PERMISSIONS } from "@/lib/auth/permissions";
 import { listApiTokens } from "@/lib/auth/token-admin";
@@ -12,8 +11,7 @@ export const metadata: Metadata = { title: "API tokens · Idempotency Console" }
 /** One's own API tokens: scopes limited to one's own permissions, shown once at creation. */
 export default async function TokensPage() {
   await connection();
-  const { principal, allowed } = await requirePage("tokens.own", "/settings/tokens");
-  if (!allowed) return <Forbidden access="tokens.own" />;
+  const { principal } = await requirePage("/settings/tokens", "/settings/tokens");
   const database = await db();
   const tokens = await listApiTokens(database.prisma, principal, { owner: "me" });
   const scopes = ALL_PERMISSIONS.filter((p) => principal.permissions.has(p)).map((p) => ({ permission: p, description: PERMISSIONS[p] }));

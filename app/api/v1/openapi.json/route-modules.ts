@@ -38,13 +38,15 @@ import * as m33 from "@/app/api/v1/redis/stores/route";
 import * as m34 from "@/app/api/v1/retention/dry-run/route";
 import * as m35 from "@/app/api/v1/retention/policies/[id]/route";
 import * as m36 from "@/app/api/v1/retention/policies/route";
-import * as m37 from "@/app/api/v1/stats/overview/route";
-import * as m38 from "@/app/api/v1/tokens/[id]/route";
-import * as m39 from "@/app/api/v1/tokens/route";
-import * as m40 from "@/app/api/v1/users/[id]/route";
-import * as m41 from "@/app/api/v1/users/route";
-import * as m42 from "@/app/api/v1/views/[id]/route";
-import * as m43 from "@/app/api/v1/views/route";
+import * as m37 from "@/app/api/v1/session/route";
+import * as m38 from "@/app/api/v1/stats/overview/route";
+import * as m39 from "@/app/api/v1/tokens/[id]/route";
+import * as m40 from "@/app/api/v1/tokens/route";
+import * as m41 from "@/app/api/v1/users/[id]/route";
+import * as m42 from "@/app/api/v1/users/[id]/sessions/route";
+import * as m43 from "@/app/api/v1/users/route";
+import * as m44 from "@/app/api/v1/views/[id]/route";
+import * as m45 from "@/app/api/v1/views/route";
 
 export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/health", module: m0 as RouteModuleEntry["module"] },
@@ -84,11 +86,13 @@ export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/v1/retention/dry-run", module: m34 as RouteModuleEntry["module"] },
   { path: "/api/v1/retention/policies/[id]", module: m35 as RouteModuleEntry["module"] },
   { path: "/api/v1/retention/policies", module: m36 as RouteModuleEntry["module"] },
-  { path: "/api/v1/stats/overview", module: m37 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens/[id]", module: m38 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens", module: m39 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]", module: m40 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users", module: m41 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views/[id]", module: m42 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views", module: m43 as RouteModuleEntry["module"] },
+  { path: "/api/v1/session", module: m37 as RouteModuleEntry["module"] },
+  { path: "/api/v1/stats/overview", module: m38 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens/[id]", module: m39 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens", module: m40 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]", module: m41 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]/sessions", module: m42 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users", module: m43 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views/[id]", module: m44 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views", module: m45 as RouteModuleEntry["module"] },
 ];

@@ -13,7 +13,7 @@ export const GET = apiRoute({ access: "tokens.own", summary: "List API tokens (o
  * 201 with the plaintext `token` — shown this once, never again.
  */
 export const POST = apiRoute(
-  { access: "tokens.own", summary: "Create an API token (shown once)", body: createTokenInputSchema, action: "tokens.create" },
+  { access: "tokens.own", summary: "Create an API token (shown once)", body: createTokenInputSchema, action: "tokens.create", replayWithholds: ["token"] },
   async ({ db, principal, body, meta }) => {
     const { token, apiToken, expiryLimited } = await createApiToken(db.prisma, principal!, body, meta);
     const warning = "Store this token now: it is shown only once and cannot be retrieved again.";

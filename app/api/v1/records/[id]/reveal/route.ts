@@ -10,7 +10,7 @@ import { revealResponse } from "@/lib/records/detail";
  * records.reveal with the reason (refusals too), before anything is returned.
  */
 export const POST = apiRoute(
-  { access: "records.reveal", summary: "Reveal a record's stored response unmasked (audited)", action: "records.reveal", params: idParamsSchema, body: z.object({ reason: reasonSchema }).strict() },
+  { access: "records.reveal", summary: "Reveal a record's stored response unmasked (audited)", action: "records.reveal", replayWithholds: ["response"], params: idParamsSchema, body: z.object({ reason: reasonSchema }).strict() },
   async ({ params, body, principal, db, meta }) => jsonResponse(await revealResponse(db, principal!, params.id, body.reason, meta)),
 );
 
