@@ -7,11 +7,11 @@ import { existsSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
-import { ProblemError } from "../lib/api/problem";
 import type { RequestMeta } from "../lib/audit";
 import { openDatabase, type Database } from "../lib/db/client";
 import { databaseConfigFromEnv, redactUrl } from "../lib/db/config";
 import { migrationStatus } from "../lib/db/migrate";
+import { ProblemError } from "../lib/kernel/problem";
 
 /** A refusal to report as is (exit 1), without a stack trace. */
 export class CliError extends Error {}

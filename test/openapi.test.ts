@@ -6,7 +6,6 @@ import { apiRoute } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
 import { reasonSchema } from "@/lib/api/schemas";
 import { buildOpenApiDocument, HTTP_METHODS } from "@/lib/api/openapi";
-import { StateConflictError } from "@/lib/idempotency/errors";
 import { provideDatabase } from "@/lib/db/client";
 import { GET as openApiGet } from "@/app/api/v1/openapi.json/route";
 import { ROUTE_MODULES } from "@/app/api/v1/openapi.json/route-modules";
@@ -14,6 +13,7 @@ import { ROUTE_MODULES } from "@/app/api/v1/openapi.json/route-modules";
 import { manifestSource } from "../scripts/route-manifest.mjs";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
+import { StateConflictError } from "@/lib/kernel/errors";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 

@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  IdempotencyStore,
-  InvalidInputError,
-  MissingKeyError,
-  NotFoundError,
-  StateConflictError,
-  payloadHash,
-  responseForNonOwner,
-} from "@/lib/idempotency";
+import { IdempotencyStore, MissingKeyError, payloadHash, responseForNonOwner } from "@/lib/idempotency";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { InvalidInputError, NotFoundError, StateConflictError } from "@/lib/kernel/errors";
 
 let db: TestDatabase;
 let store: IdempotencyStore;

@@ -2,10 +2,11 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyAuditChain } from "@/lib/audit";
 import { provideDatabase } from "@/lib/db/client";
-import { IdempotencyStore, StateConflictError } from "@/lib/idempotency";
+import { IdempotencyStore } from "@/lib/idempotency";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { auditOf, itemsOf, pendingRecord, reconciledEvents, recordRow, stuckRecord } from "./helpers/pending-records";
 import { call, json, tokenFor } from "./helpers/records-api";
+import { StateConflictError } from "@/lib/kernel/errors";
 
 /**
  * Resolve by hand (POST /api/v1/records/{id}/resolve) through the real route

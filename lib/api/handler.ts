@@ -6,10 +6,10 @@ import { sessionPrincipal } from "../auth/session";
 import { verifyApiToken } from "../auth/tokens";
 import { db, type Database } from "../db";
 import { clientAddress } from "../http/client-address";
-import { InvalidInputError } from "../idempotency/errors";
 import { IDEMPOTENCY_KEY_HEADER, runIdempotently } from "./idempotent";
 import { parseRequestInput } from "./schemas";
-import { problemResponse, ProblemError, toProblem } from "./problem";
+import { problemResponse, ProblemError, toProblem } from "../kernel/problem";
+import { ForbiddenError, InvalidInputError, UnauthorizedError } from "../kernel/errors";
 
 /**
  * The one wrapper every API route handler goes through, in this order:
@@ -73,18 +73,6 @@ export type RouteHandler = ((request: Request, routeContext?: RouteHandlerContex
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const UNSAFE = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-
-export class UnauthorizedError extends ProblemError {
-  constructor(detail = "Sign in, or send Authorization: Bearer <API token>.") {
-    super(401, "unauthorized", "Authentication required", detail);
-  }
-}
-
-export class ForbiddenError extends ProblemError {
-  constructor(detail: string) {
-    super(403, "forbidden", "Forbidden", detail);
-  }
-}
 
 export function requestMeta(request: Request, requestId: string): RequestMeta {
   // The same client address sign-in throttling uses (lib/http/client-address.ts).

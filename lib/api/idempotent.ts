@@ -3,9 +3,10 @@ import type { Database } from "../db";
 import { InProgressError, MissingKeyError, PayloadMismatchError } from "../idempotency/errors";
 import { payloadHash } from "../idempotency/hash";
 import { replayResponse } from "../idempotency/http";
-import { idempotencyKeySchema, parseInput } from "../idempotency/schemas";
+import { idempotencyKeySchema } from "../idempotency/schemas";
 import type { HeaderPairs } from "../idempotency/store";
-import { problemResponse, ProblemError, toProblem } from "./problem";
+import { parseInput } from "../kernel/input";
+import { problemResponse, ProblemError, toProblem } from "../kernel/problem";
 
 /**
  * The console's own mutations are idempotent the way the writers' are (the protocol of

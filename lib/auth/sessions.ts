@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { ConsoleSession, ConsoleUser, Prisma, PrismaClient } from "../generated/prisma/client";
 import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
 import { reasonSchema } from "../api/schemas";
-import { NotFoundError } from "../idempotency/errors";
+import { NotFoundError } from "../kernel/errors";
 
 /**
  * Server-side sessions (console_sessions). The session cookie is a next-auth JWT

@@ -2,11 +2,13 @@ import { z } from "zod";
 import type { ApiToken, ConsoleUser, PrismaClient } from "../generated/prisma/client";
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
-import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
-import { parseInput } from "../idempotency/schemas";
 import { ALL_PERMISSIONS, can, permissionsOf, type Permission } from "./permissions";
 import { generateToken } from "./tokens";
-import { auditActor, auditRefusals, idSchema, isSystemActor, PermissionDeniedError, requirePermission, type Actor } from "./users";
+import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor } from "./users";
+import { idSchema } from "../kernel/input";
+import { InvalidInputError, NotFoundError, StateConflictError } from "../kernel/errors";
+import { parseInput } from "../kernel/input";
+import { ForbiddenError } from "../kernel/errors";
 
 /**
  * Creating, revoking and listing API tokens. The plaintext token is returned
@@ -174,7 +176,7 @@ export async function createApiToken(
       const grantable = grantableScopes(actor, owner);
       const excess = input.scopes.filter((s) => !grantable.has(s));
       if (excess.length) {
-        throw new PermissionDeniedError(
+        throw new ForbiddenError(
           `A token may not carry ${excess.join(", ")}: ` +
             (forSelf || isSystemActor(actor)
               ? `scopes are limited to ${forSelf ? "your" : `${owner.email}'s`} own permissions.`

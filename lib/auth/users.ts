@@ -1,13 +1,14 @@
 import { z } from "zod";
+import { idSchema } from "../kernel/input";
 import type { ConsoleUser, PrismaClient } from "../generated/prisma/client";
 import { reasonSchema } from "../api/schemas";
-import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
-import { InvalidInputError, NotFoundError, StateConflictError } from "../idempotency/errors";
-import { parseInput } from "../idempotency/schemas";
 import { liveSessionCounts, revokeUserSessions } from "./sessions";
 import { hashPassword, passwordSchema } from "./password";
 import { can, ROLES, type Permission, type Principal, type Role } from "./permissions";
+import { ProblemError } from "../kernel/problem";
+import { ForbiddenError, InvalidInputError, NotFoundError, StateConflictError } from "../kernel/errors";
+import { parseInput } from "../kernel/input";
 
 /**
  * Console users: invite, change roles, disable/enable. Every change commits
@@ -49,13 +50,6 @@ export function auditActor(actor: Actor): AuditActor {
   return isSystemActor(actor) ? { type: "system", label: actor.label } : actorOf(actor);
 }
 
-/** A 403 decided by domain rules (same problem type as the API wrapper's). */
-export class PermissionDeniedError extends ProblemError {
-  constructor(detail: string) {
-    super(403, "forbidden", "Forbidden", detail);
-  }
-}
-
 /** The change would leave the console without an admin, or lock the actor out. */
 export class AdminLockoutError extends ProblemError {
   constructor(detail: string) {
@@ -66,7 +60,7 @@ export class AdminLockoutError extends ProblemError {
 /** Throws (403) unless the actor is the system or holds the permission. */
 export function requirePermission(actor: Actor, permission: Permission): void {
   if (isSystemActor(actor) || can(actor, permission)) return;
-  throw new PermissionDeniedError(`This needs the permission ${permission}, which your roles do not grant.`);
+  throw new ForbiddenError(`This needs the permission ${permission}, which your roles do not grant.`);
 }
 
 /**
@@ -122,12 +116,6 @@ export const userNameSchema = z
   .max(200, "must be at most 200 characters")
   .transform((s) => s || null)
   .nullish();
-
-/** A bigint id given as a number or a decimal string. */
-export const idSchema = z
-  .union([z.bigint(), z.number().int().positive(), z.string().regex(/^\d{1,19}$/, "must be a numeric id")])
-  .transform((v) => BigInt(v))
-  .refine((v) => v > 0n && v <= 9223372036854775807n, "must be a valid id");
 
 export const createUserInputSchema = z.strictObject({
   email: emailSchema,

@@ -1,13 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { compensability } from "./compensable";
-import { ProblemError } from "../api/problem";
 import { actorOf, appendAudit, type RequestMeta } from "../audit";
 import type { Principal } from "../auth/permissions";
-import { auditRefusals, PermissionDeniedError } from "../auth/users";
+import { auditRefusals } from "../auth/users";
 import type { Database } from "../db/client";
 import type { SqlExecutor } from "../db/sql";
 import type { Prisma } from "../generated/prisma/client";
-import { NotFoundError, StateConflictError } from "../idempotency/errors";
 import { adapterFor } from "../providers/registry";
 import { ProviderUnavailableError, UnknownProviderError } from "../providers/types";
 import type { Page } from "../records/search";
@@ -27,6 +25,9 @@ import {
   type ListQuery,
   type RequestBody,
 } from "./model";
+import { ProblemError } from "../kernel/problem";
+import { NotFoundError, StateConflictError } from "../kernel/errors";
+import { ForbiddenError } from "../kernel/errors";
 
 /**
  * The compensation process: request → four-eyes decision → execution through the
@@ -300,7 +301,7 @@ async function decide(ctx: CompensationContext, id: bigint, decision: "approve" 
       const sql = txSql(tx);
       const before = await lockCompensation(sql, id, leaseSeconds);
       if (before.requestedBy === principal.userId) {
-        throw new PermissionDeniedError(
+        throw new ForbiddenError(
           `You requested compensation ${id} yourself; four-eyes rule: someone else holding compensations.approve must ${decision} it.`,
         );
       }

@@ -1,11 +1,12 @@
 import { z } from "zod";
+import { idSchema } from "../kernel/input";
 import { reasonSchema } from "../api/schemas";
 import { can, type Principal } from "../auth/permissions";
 import type { SqlExecutor } from "../db/sql";
-import { NotFoundError } from "../idempotency/errors";
 import { cursorParam, cursorTimeSql, intParam, optional } from "../records/params";
 import { paramList } from "../records/row";
 import { pageOf, type Page } from "../records/search";
+import { NotFoundError } from "../kernel/errors";
 
 /**
  * Compensations (refund / void / cancel of a completed record's charge): what a row
@@ -146,18 +147,10 @@ export function viewOf(row: CompensationRow, viewer: Pick<Principal, "userId" | 
 
 // --- Reading ------------------------------------------------------------------------------
 
-/** Digits of a positive bigint id, from a query string or a JSON body (string or number). */
-const idText = z
-  .union([z.string(), z.number().int()])
-  .transform((v) => String(v).trim())
-  .pipe(z.string().regex(/^[1-9]\d{0,18}$/, "must be a positive whole number"))
-  .transform((v) => BigInt(v))
-  .refine((v) => v <= 9223372036854775807n, "must be a positive whole number");
-
 export const listQuerySchema = z
   .object({
     state: optional(z.enum(COMPENSATION_STATES)),
-    recordId: optional(idText),
+    recordId: optional(idSchema),
     limit: optional(intParam(1, 200)).transform((v) => v ?? 50),
     cursor: optional(cursorParam),
   })
@@ -172,14 +165,14 @@ const amountSchema = z
 
 export const requestBodySchema = z
   .object({
-    recordId: idText,
+    recordId: idSchema,
     kind: z.enum(COMPENSATION_KINDS),
     amountMinor: amountSchema,
     /** Optional: the record's currency is used; any other is refused. */
     currency: z.string().trim().toUpperCase().regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as EUR").optional(),
     reason: reasonSchema,
     /** The suspected duplicate this compensation undoes (duplicate-charge hand-over). */
-    relatedRecordId: idText.nullish(),
+    relatedRecordId: idSchema.nullish(),
   })
   .strict();
 export type RequestBody = z.output<typeof requestBodySchema>;

@@ -1,4 +1,4 @@
-import { ProblemError } from "../api/problem";
+import { ProblemError } from "../kernel/problem";
 
 /**
  * The protocol's refusals, with the status codes of the IETF Idempotency-Key
@@ -8,12 +8,6 @@ import { ProblemError } from "../api/problem";
 export class MissingKeyError extends ProblemError {
   constructor() {
     super(400, "idempotency-key-missing", "Idempotency-Key missing", "This operation requires an Idempotency-Key header.");
-  }
-}
-
-export class InvalidInputError extends ProblemError {
-  constructor(detail: string, readonly issues: { path: string; message: string }[] = []) {
-    super(400, "invalid-input", "Invalid input", detail, issues.length ? { errors: issues } : {});
   }
 }
 
@@ -37,15 +31,3 @@ export class InProgressError extends ProblemError {
   }
 }
 
-/** A state transition whose precondition no longer holds (someone changed the record first). */
-export class StateConflictError extends ProblemError {
-  constructor(detail: string, current?: Record<string, unknown>) {
-    super(409, "state-conflict", "The record changed", detail, current ? { current } : {});
-  }
-}
-
-export class NotFoundError extends ProblemError {
-  constructor(detail: string) {
-    super(404, "not-found", "Not found", detail);
-  }
-}

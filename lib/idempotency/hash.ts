@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { InvalidInputError } from "./errors";
+import { InvalidInputError } from "../kernel/errors";
 
 /**
  * Canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace, arrays kept in

@@ -1,6 +1,6 @@
-import { problemResponse } from "../api/problem";
 import { InProgressError } from "./errors";
 import type { BeginResult, StoredResponse } from "./store";
+import { problemResponse } from "../kernel/problem";
 
 /** Replays a stored response exactly, marked as a replay (Stripe's header). */
 export function replayResponse(stored: StoredResponse): Response {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { InvalidInputError } from "./errors";
+import { InvalidInputError } from "../kernel/errors";
 
 /** Stripe's limit; visible ASCII so keys survive headers, logs and CSV unchanged. */
 export const idempotencyKeySchema = z
@@ -70,12 +70,4 @@ export const pendingInputSchema = z.object({
 });
 export type PendingInput = z.input<typeof pendingInputSchema>;
 
-export const recordIdSchema = z.union([z.bigint(), z.number().int().positive(), z.string().regex(/^\d{1,19}$/)]).transform((v) => BigInt(v));
 
-/** Parses with zod and turns failures into a 400 that names every bad field. */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const issues = result.error.issues.map((i) => ({ path: i.path.map(String).join(".") || "(input)", message: i.message }));
-  throw new InvalidInputError(`invalid ${what}: ${issues.map((i) => `${i.path} ${i.message}`).join("; ")}`, issues);
-}

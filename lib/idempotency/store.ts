@@ -1,19 +1,11 @@
 import { Prisma, type IdempotencyRecord, type PrismaClient } from "../generated/prisma/client";
-import { MissingKeyError, NotFoundError, PayloadMismatchError, StateConflictError } from "./errors";
+import { MissingKeyError, PayloadMismatchError } from "./errors";
+import { idSchema } from "../kernel/input";
 import { payloadHash } from "./hash";
 import { headerPairs } from "./stored-response";
-import {
-  beginInputSchema,
-  completeInputSchema,
-  failInputSchema,
-  parseInput,
-  pendingInputSchema,
-  recordIdSchema,
-  type BeginInput,
-  type CompleteInput,
-  type FailInput,
-  type PendingInput,
-} from "./schemas";
+import { beginInputSchema, completeInputSchema, failInputSchema, pendingInputSchema, type BeginInput, type CompleteInput, type FailInput, type PendingInput } from "./schemas";
+import { NotFoundError, StateConflictError } from "../kernel/errors";
+import { parseInput } from "../kernel/input";
 
 export type { IdempotencyRecord };
 export type HeaderPairs = [string, string][];
@@ -126,7 +118,7 @@ export class IdempotencyStore {
 
   /** processing → completed, storing the response to replay (and outbox messages, atomically). */
   async complete(recordId: bigint | number | string, rawInput: CompleteInput): Promise<IdempotencyRecord> {
-    const id = parseInput(recordIdSchema, recordId, "record id");
+    const id = parseInput(idSchema, recordId, "record id");
     const input = parseInput(completeInputSchema, rawInput, "completion");
     const now = this.clock();
     const outbox = JSON.stringify(input.outbox.map((m) => ({ topic: m.topic, payload: m.payload ?? null })));
@@ -154,7 +146,7 @@ export class IdempotencyStore {
 
   /** processing → failed: the effect failed before anything happened; the error response is replayed. */
   async fail(recordId: bigint | number | string, rawInput: FailInput): Promise<IdempotencyRecord> {
-    const id = parseInput(recordIdSchema, recordId, "record id");
+    const id = parseInput(idSchema, recordId, "record id");
     const input = parseInput(failInputSchema, rawInput, "failure");
     const now = this.clock();
     const rows = await this.prisma.$queryRaw<IdempotencyRecord[]>`
@@ -182,7 +174,7 @@ export class IdempotencyStore {
     recordId: bigint | number | string,
     rawInput: PendingInput,
   ): Promise<{ record: IdempotencyRecord; reconciliationItemId: bigint }> {
-    const id = parseInput(recordIdSchema, recordId, "record id");
+    const id = parseInput(idSchema, recordId, "record id");
     const input = parseInput(pendingInputSchema, rawInput, "pending transition");
     const now = this.clock();
     const firstCheck = new Date(now.getTime() + input.firstCheckInSeconds * 1000);

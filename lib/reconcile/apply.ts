@@ -191,5 +191,3 @@ export function failedResponse(opts: { reason: string; by: "hand" | "reconciliat
   return { code: 422, headers: PROBLEM_HEADERS, body: JSON.stringify(body) };
 }
 
-/** The reconciliation item states that are still open (the record awaits a decision). */
-export const OPEN_ITEM_STATES = ["open", "checking", "needs_manual"] as const;

@@ -1,5 +1,5 @@
+import { OPEN_RECONCILIATION_STATES, sqlList } from "../kernel/vocabulary";
 import { z } from "zod";
-import { ProblemError } from "../api/problem";
 import { reasonSchema } from "../api/schemas";
 import type { RequestMeta } from "../audit";
 import { auditRefusals, requirePermission, type Actor } from "../auth/users";
@@ -9,6 +9,7 @@ import { paramList } from "../records/row";
 import { BULK_LIMIT, confirmationText } from "./confirm";
 import { reconcileConfigFromEnv } from "./config";
 import { reconcileRecord, type ReconcileOptions, type ReconcileOutcome } from "./core";
+import { ProblemError } from "../kernel/problem";
 
 /**
  * Bulk "check with provider": up to BULK_LIMIT records per call, named by id or
@@ -91,7 +92,7 @@ export async function selectByFilter(db: Pick<Database, "sql">, filter: BulkFilt
   const matching = `SELECT r.id, r.updated_at FROM idempotency_records r WHERE r.status = 'pending'${extra}
     UNION
     SELECT r.id, r.updated_at FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
-     WHERE i.state IN ('open', 'checking', 'needs_manual')${extra}`;
+     WHERE i.state IN ${sqlList(OPEN_RECONCILIATION_STATES)}${extra}`;
   const lim = p.add(limit);
   const [ids, [count]] = await Promise.all([
     db.sql.query<{ id: bigint }>(`SELECT id FROM (${matching}) m ORDER BY updated_at, id LIMIT ${lim}`, p.values),

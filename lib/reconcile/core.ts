@@ -1,14 +1,15 @@
+import { OPEN_RECONCILIATION_STATES, sqlList } from "../kernel/vocabulary";
 import { Prisma } from "../generated/prisma/client";
 import { appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor, type SystemActor } from "../auth/users";
 import type { Database } from "../db/client";
-import { ProblemError } from "../api/problem";
-import { NotFoundError } from "../idempotency/errors";
 import { adapterFor } from "../providers/registry";
 import { ProviderUnavailableError, UnknownProviderError, type LookupOutcome } from "../providers/types";
 import { readSideConfig, type StuckThresholds } from "../records/config";
 import { checkAvailability, completedResponse, currentState, failedResponse, settleRecord, type NothingToCheckCause } from "./apply";
 import { backoffSeconds, reconcileConfigFromEnv, type ReconcileConfig } from "./config";
+import { ProblemError } from "../kernel/problem";
+import { NotFoundError } from "../kernel/errors";
 
 
 /**
@@ -225,7 +226,7 @@ async function openClaimedItem(db: Pick<Database, "prisma">, recordId: bigint, n
       SELECT id, provider, provider_request_id, 'checking', ${leaseUntil}::timestamptz, ${now}::timestamptz, date_trunc('milliseconds', ${now}::timestamptz)
         FROM idempotency_records r
        WHERE r.id = ${recordId} AND r.provider IS NOT NULL AND r.provider_request_id IS NOT NULL
-         AND NOT EXISTS (SELECT 1 FROM reconciliation_items x WHERE x.record_id = r.id AND x.state IN ('open', 'checking', 'needs_manual'))
+         AND NOT EXISTS (SELECT 1 FROM reconciliation_items x WHERE x.record_id = r.id AND x.state IN ${Prisma.raw(sqlList(OPEN_RECONCILIATION_STATES))})
       RETURNING *
     )
     SELECT c.id, c.record_id AS "recordId", c.provider, c.provider_request_id AS "providerRequestId", c.attempts,

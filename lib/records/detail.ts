@@ -1,12 +1,10 @@
 import { z } from "zod";
-import { ProblemError } from "../api/problem";
 import { actorOf, audit, type RequestMeta } from "../audit";
 import { can, type Principal } from "../auth/permissions";
 import { leaseSeconds } from "../compensations/config";
 import { compensationsOfRecord, type CompensationRow } from "../compensations/model";
 import type { Database } from "../db/client";
 import type { SqlExecutor } from "../db/sql";
-import { NotFoundError } from "../idempotency/errors";
 import { compensability } from "../compensations/compensable";
 import { checkAvailability, type CheckAvailability } from "../reconcile/apply";
 import { readSideConfig, type StuckThresholds } from "./config";
@@ -15,6 +13,8 @@ import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedFi
 import { durationParam, optional } from "./params";
 import { recordColumns, type RecordSummary } from "./row";
 import { bodyText, readHeaders } from "../idempotency/stored-response";
+import { ProblemError } from "../kernel/problem";
+import { NotFoundError } from "../kernel/errors";
 
 /**
  * Everything about one record: every field, the event timeline, reconciliation items,

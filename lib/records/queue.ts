@@ -1,3 +1,4 @@
+import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
@@ -24,7 +25,6 @@ import type { Page } from "./search";
 
 export const QUEUE_KINDS = ["stuck", "pending", "reconciliation"] as const;
 export type QueueKind = (typeof QUEUE_KINDS)[number];
-const OPEN_STATES = ["open", "checking", "needs_manual"];
 
 export const queueQuerySchema = z
   .object({
@@ -114,7 +114,7 @@ export function queueSql(input: QueueInput, thresholds: StuckThresholds, now: Da
   if (input.cursor) filters.push(`(r.updated_at, r.id) ${cmp} (${p.add(input.cursor.t)}::timestamptz, ${p.add(input.cursor.id)}::bigint)`);
   const take = p.add((input.limit ?? 50) + 1);
   const order = `ORDER BY r.updated_at ${dir}, r.id ${dir}`;
-  const states = p.add(OPEN_STATES);
+  const states = p.add([...OPEN_RECONCILIATION_STATES]);
 
   const branches: string[] = [];
   for (const kind of kinds) {
@@ -204,7 +204,7 @@ export async function stuckAndPending(
 export async function queueSummary(sql: SqlExecutor, thresholds: StuckThresholds, now: Date): Promise<QueueSummary> {
   const p = paramList();
   const stuck = stuckCondition(p, thresholds, now);
-  const states = p.add(OPEN_STATES);
+  const states = p.add([...OPEN_RECONCILIATION_STATES]);
   const [row] = await sql.query<{
     stuck: bigint;
     pending: bigint;

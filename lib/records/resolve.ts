@@ -1,12 +1,14 @@
+import { Prisma } from "../generated/prisma/client";
+import { OPEN_RECONCILIATION_STATES, sqlList } from "../kernel/vocabulary";
 import { z } from "zod";
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
-import { NotFoundError, StateConflictError } from "../idempotency/errors";
 import { completedResponse, currentState, failedResponse, settleRecord } from "../reconcile/apply";
 import { readSideConfig, thresholdFor, type StuckThresholds } from "./config";
 import type { RecordSummary } from "./row";
+import { NotFoundError, StateConflictError } from "../kernel/errors";
 
 /**
  * Resolve by hand: an operator decides a pending record (or a processing one that
@@ -127,7 +129,7 @@ export async function resolveRecord(
           UPDATE reconciliation_items SET state = ${input.outcome === "completed" ? "resolved_succeeded" : "resolved_failed"},
             resolution = ${JSON.stringify(resolution)}::jsonb, resolved_by = ${who.label ?? who.type}, resolved_at = ${now}::timestamptz,
             next_check_at = NULL, updated_at = ${now}::timestamptz
-          WHERE record_id = ${recordId} AND state IN ('open', 'checking', 'needs_manual')
+          WHERE record_id = ${recordId} AND state IN ${Prisma.raw(sqlList(OPEN_RECONCILIATION_STATES))}
           RETURNING id`;
         const itemIds = items.map((i) => i.id).sort((a, b) => (a < b ? -1 : 1));
         const entry = await appendAudit(tx, {

@@ -4,9 +4,7 @@
  * leave the server only through lib/records/detail.ts, per permission and masked.
  */
 
-import type { RecordStatus } from "../stats/status-counts";
-
-export { RECORD_STATUSES, type RecordStatus } from "../stats/status-counts";
+import type { RecordStatus } from "../kernel/vocabulary";
 
 export interface RecordSummary {
   id: bigint;

@@ -1,8 +1,9 @@
+import { RECORD_STATUSES } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema } from "../idempotency/schemas";
 import { cursorParam, cursorTimeSql, encodeCursor, limitParam, optional, type KeysetPosition } from "./params";
-import { escapeLike, paramList, RECORD_STATUSES, recordColumns, type RecordSummary } from "./row";
+import { escapeLike, paramList, recordColumns, type RecordSummary } from "./row";
 
 /**
  * Record search: by idempotency key, scope, provider reference, provider request id,

@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
-import { ProblemError } from "../api/problem";
 import type { RedisStoreConfig } from "./config";
+import { ProblemError } from "../kernel/problem";
 
 /**
  * Connections to the services' Redis servers, one per store and purpose, kept for the

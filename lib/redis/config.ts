@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { NotFoundError } from "../idempotency/errors";
 import { formatDuration, parseDuration } from "../records/params";
 import { customFormat, customFormatSchema, FORMAT_PRESETS, PRESET_NAMES, type FormatPreset, type ValueFormat } from "./formats";
+import { NotFoundError } from "../kernel/errors";
 
 /**
  * Redis key stores, from the environment (read once per process; tests provide their own).

@@ -1,11 +1,9 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { ProblemError } from "../api/problem";
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
-import { NotFoundError, StateConflictError } from "../idempotency/errors";
 import { maskBody } from "../records/mask";
 import { formatDuration } from "../records/params";
 import type { RedisStoreConfig } from "./config";
@@ -14,6 +12,8 @@ import { censusOf } from "./census";
 import { assess, inStore, maxRemainingWhenWedged, readKey, type KeyReading } from "./keys";
 import { redisKeySchema } from "./lookup";
 import { BULK_RELEASE_LIMIT, releaseConfirmation } from "./confirm";
+import { ProblemError } from "../kernel/problem";
+import { NotFoundError, StateConflictError } from "../kernel/errors";
 
 /**
  * Release a wedged key: delete a `processing` key that a crashed worker left behind,

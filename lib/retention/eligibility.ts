@@ -1,3 +1,4 @@
+import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import type { PolicyRule } from "./rules";
 
 /**
@@ -63,7 +64,6 @@ export function cutoff(asOf: Date, days: number): Date {
   return new Date(asOf.getTime() - days * DAY_MS);
 }
 
-export const PROTECTING_RECONCILIATION_STATES = ["open", "checking", "needs_manual"] as const;
 export const PROTECTING_COMPENSATION_STATES = ["requested", "approved", "executing", "failed"] as const;
 
 const list = (xs: readonly string[]) => xs.map((x) => `'${x}'`).join(", ");
@@ -84,7 +84,7 @@ export const RECORD_PROTECTIONS: { reason: RecordProtection; label: string; sql:
     reason: "reconciliation",
     label: "open reconciliation item",
     sql: (r) =>
-      `EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = ${r}.id AND i.state IN (${list(PROTECTING_RECONCILIATION_STATES)}))`,
+      `EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = ${r}.id AND i.state IN (${list(OPEN_RECONCILIATION_STATES)}))`,
   },
   {
     reason: "compensation",

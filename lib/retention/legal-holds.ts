@@ -3,9 +3,9 @@ import type { LegalHold, Prisma, PrismaClient } from "../generated/prisma/client
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
-import { NotFoundError, StateConflictError } from "../idempotency/errors";
 import { scopeSchema } from "../idempotency/schemas";
 import { intParam, optional } from "../records/params";
+import { NotFoundError, StateConflictError } from "../kernel/errors";
 
 /**
  * Legal holds: nothing under a hold is purged (lib/retention/eligibility.ts).

@@ -3,9 +3,9 @@ import type { PrismaClient } from "../generated/prisma/client";
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
-import { NotFoundError, StateConflictError } from "../idempotency/errors";
 import { operationSchema } from "../idempotency/schemas";
 import type { PolicyRule } from "./rules";
+import { NotFoundError, StateConflictError } from "../kernel/errors";
 
 export { loadRules, type PolicyRule } from "./rules";
 

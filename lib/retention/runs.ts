@@ -1,14 +1,14 @@
 import { z } from "zod";
 import type { Prisma, PrismaClient, PurgeRun } from "../generated/prisma/client";
-import { ProblemError } from "../api/problem";
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor } from "../auth/users";
-import { InvalidInputError, NotFoundError } from "../idempotency/errors";
 import { intParam, isoTime, optional } from "../records/params";
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAUSE_MS, MAX_BATCH_SIZE, MAX_PAUSE_MS } from "./config";
 import { countEligible, txReader } from "./dry-run";
 import { currentRules, type PolicyRule } from "./policies";
+import { ProblemError } from "../kernel/problem";
+import { InvalidInputError, NotFoundError } from "../kernel/errors";
 
 /**
  * Purge runs: start (one at a time), cancel, list, progress. The work itself is

@@ -1,3 +1,4 @@
+import { REQUEST_KINDS } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
@@ -26,7 +27,6 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 export const MAX_HOURLY_SPAN_MS = 31 * DAY_MS;
 export const MAX_DAILY_SPAN_MS = 400 * DAY_MS;
-export const REQUEST_KINDS = ["reserved", "replayed", "conflict", "in_progress"] as const;
 
 export const conflictsQuerySchema = z
   .object({

@@ -1,3 +1,4 @@
+import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
@@ -22,7 +23,6 @@ import { loadRules, type PolicyRule } from "../retention/rules";
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
-const OPEN_STATES = ["open", "checking", "needs_manual"];
 
 export const expiryQuerySchema = z
   .object({
@@ -92,7 +92,7 @@ export function expirySql(q: ExpiryQuery & { now: Date; rules?: readonly PolicyR
   };
   const expired = (() => {
     const { p, now, and } = base();
-    const states = p.add(OPEN_STATES);
+    const states = p.add([...OPEN_RECONCILIATION_STATES]);
     const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
     return {
       text: `SELECT r.operation, r.status, count(*)::bigint AS n,

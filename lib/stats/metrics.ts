@@ -1,7 +1,7 @@
 import { Counter, Gauge, Registry } from "prom-client";
 import type { SqlExecutor } from "../db/sql";
 import { readSideConfig, type StuckThresholds } from "../records/config";
-import { REQUEST_KINDS } from "./conflicts";
+import { REQUEST_KINDS } from "../kernel/vocabulary";
 import {
   activeByOperationSql,
   inSnapshot,

@@ -1,13 +1,12 @@
+import { EVENT_KINDS, OPEN_RECONCILIATION_STATES, RECORD_STATUSES, REQUEST_KINDS, type EventKind, type RecordStatus } from "../kernel/vocabulary";
 import { z } from "zod";
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { describeThresholds, readSideConfig, type StuckThresholds } from "../records/config";
 import { isoTime, optional, resolveRange } from "../records/params";
 import { paramList } from "../records/row";
-import { REQUEST_KINDS } from "./conflicts";
 import { DEPARTURES_SQL, departureRows, recordCensusSql, type Departure, type ExpiryInterval } from "./census";
 import { eventCountsSql } from "./rollups";
-import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
 
 /**
  * The overview: every number on the console's first screen, for a time range and
@@ -47,9 +46,6 @@ import { RECORD_STATUSES, type RecordStatus } from "./status-counts";
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 export const MAX_RANGE_MS = 400 * DAY_MS;
-export const OPEN_RECONCILIATION_STATES = ["open", "checking", "needs_manual"] as const;
-export const EVENT_KINDS = ["reserved", "replayed", "conflict", "in_progress", "completed", "failed", "pending", "reconciled"] as const;
-export type EventKind = (typeof EVENT_KINDS)[number];
 
 /** Chart bucket sizes, chosen from the span of the range (at most ~400 points). */
 export const SERIES_STEPS = [

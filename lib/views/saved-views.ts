@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { ProblemError } from "../api/problem";
 import type { Principal } from "../auth/permissions";
 import type { PrismaClient, SavedView } from "../generated/prisma/client";
-import { NotFoundError } from "../idempotency/errors";
 import { optional } from "../records/params";
+import { ProblemError } from "../kernel/problem";
+import { NotFoundError } from "../kernel/errors";
 
 /**
  * Saved views: a user's named filters for a console list page — the page path and

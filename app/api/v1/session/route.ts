@@ -1,8 +1,8 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { InvalidInputError } from "@/lib/idempotency/errors";
 import { clearedSessionCookies } from "@/lib/auth/session";
 import { endBrowserSession } from "@/lib/auth/sign-in";
+import { InvalidInputError } from "@/lib/kernel/errors";
 
 /** GET /api/v1/session — who is calling: the user, their roles, and the session or token in use. */
 export const GET = apiRoute({ access: "signed_in", summary: "The caller: user, roles, and the session or token in use" }, async ({ principal }) =>

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { csvResponse, fileStamp } from "@/lib/api/csv";
-import { ForbiddenError, apiRoute, methodNotAllowed } from "@/lib/api/handler";
+import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { actorOf, audit } from "@/lib/audit";
 import { can } from "@/lib/auth/permissions";
 import { collectExport, exportFilters, exportList } from "@/lib/views/export";
+import { ForbiddenError } from "@/lib/kernel/errors";
 
 /**
  * GET /api/v1/export/{records|queue|duplicates|conflicts}?<the list API's filters>
