@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "@/lib/db/client";
-import { DEFAULT_MIGRATIONS_DIR, MigrationError, PRISMA_MIGRATE_LOCK_ID, migrate, migrationStatus } from "@/lib/db/migrate";
+import { LOCKS } from "@/lib/db/locks";
+import { DEFAULT_MIGRATIONS_DIR, MigrationError, migrate, migrationStatus } from "@/lib/db/migrate";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createEmptyTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
@@ -201,7 +202,7 @@ describe("rerun and concurrency", () => {
         // Every runner released Prisma's advisory lock.
         const locks = await db.sql.query(
           `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1`,
-          [PRISMA_MIGRATE_LOCK_ID],
+          [LOCKS.migrate],
         );
         expect(locks).toEqual([]);
       } finally {

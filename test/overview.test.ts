@@ -1,6 +1,7 @@
 // Per-operation stuck thresholds, read once per process on first use (set before any import uses them).
 process.env.STUCK_THRESHOLDS = "default=5m,capture_payment=2m,issue_invoice=15m";
 
+import { LOCKS } from "@/lib/db/locks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET } from "@/app/api/v1/stats/overview/route";
 import { provideDatabase } from "@/lib/db/client";
@@ -444,13 +445,13 @@ describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
     if (db.mode !== "postgres") return; // one connection in embedded mode: there is no other process
     await generateDemoTraffic(db, { seed: 10, requests: 10, days: 1 });
     await db.withSession(async (other) => {
-      await other.query(`SELECT pg_advisory_lock(72707380)`);
+      await other.query(`SELECT pg_advisory_lock($1)`, [LOCKS.refresher]);
       try {
         const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, log: quiet });
         expect(await r.runOnce()).toEqual({ status: "locked" });
         await r.stop();
       } finally {
-        await other.query(`SELECT pg_advisory_unlock(72707380)`);
+        await other.query(`SELECT pg_advisory_unlock($1)`, [LOCKS.refresher]);
       }
     });
     const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, log: quiet });

@@ -6,7 +6,8 @@ import { provideDatabase, openDatabase, type Database } from "@/lib/db/client";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { DEFAULT_RECONCILE_CONFIG, backoffSeconds, reconcileConfigFromEnv, type ReconcileConfig } from "@/lib/reconcile/config";
 import { claimDueItems, reconcileRecord, type ClaimedItem } from "@/lib/reconcile/core";
-import { createReconciler, RECONCILER_LOCK_ID, runReconcilerOnce, startReconciler } from "@/lib/reconcile/worker";
+import { LOCKS } from "@/lib/db/locks";
+import { createReconciler, runReconcilerOnce, startReconciler } from "@/lib/reconcile/worker";
 import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 import { auditOf, itemsOf, pendingRecord, reconciledEvents, recordRow, stuckRecord } from "./helpers/pending-records";
 import { startProviderService, type ProviderService } from "./helpers/provider";
@@ -382,9 +383,9 @@ describe("the background reconciler", () => {
     const other = await openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 2 });
     try {
       await other.withSession(async (s) => {
-        await s.query(`SELECT pg_advisory_lock($1)`, [RECONCILER_LOCK_ID]);
+        await s.query(`SELECT pg_advisory_lock($1)`, [LOCKS.reconciler]);
         expect(await runReconcilerOnce(db, { config: config() })).toMatchObject({ status: "locked", items: 0 });
-        await s.query(`SELECT pg_advisory_unlock($1)`, [RECONCILER_LOCK_ID]);
+        await s.query(`SELECT pg_advisory_unlock($1)`, [LOCKS.reconciler]);
       });
     } finally {
       await other.close();

@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import { createHash, createHmac } from "node:crypto";
 import type { Prisma, PrismaClient } from "../generated/prisma/client";
 import { canonicalJson } from "../idempotency/hash";
@@ -15,7 +16,6 @@ import type { Principal } from "../auth/permissions";
 
 export const GENESIS_HASH = "0".repeat(64);
 // Serialises appends so the chain stays a single line (transaction-scoped lock).
-const AUDIT_CHAIN_LOCK_ID = 72707370;
 
 export type AuditOutcome = "done" | "refused" | "failed";
 
@@ -146,7 +146,7 @@ export async function appendAudit(tx: Tx, input: AuditInput) {
   // $executeRaw: the lock function returns void, which $queryRaw cannot deserialize.
   // The key first: without one nothing is written (and no lock taken).
   const { current } = auditKeyring();
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${AUDIT_CHAIN_LOCK_ID}::bigint)`;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.auditChain}::bigint)`;
   const last = await tx.auditEntry.findFirst({ orderBy: { id: "desc" }, select: { hash: true } });
   const prevHash = last?.hash ?? GENESIS_HASH;
   const a = input.actor;

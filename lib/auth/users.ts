@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import { z } from "zod";
 import { idSchema } from "../kernel/input";
 import type { ConsoleUser, PrismaClient } from "../generated/prisma/client";
@@ -198,7 +199,6 @@ function userSnapshot(u: ConsoleUser) {
 
 const USERS_TABLE = "console_users";
 // Serialises role/disable changes so the last-admin check cannot race (transaction-scoped).
-const USER_ADMIN_LOCK_ID = 72707371;
 
 function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: string } } } } | null;
@@ -262,7 +262,7 @@ export async function updateUser(
     requirePermission(actor, "users.manage");
     return prisma.$transaction(async (tx) => {
       // $executeRaw: the lock function returns void, which $queryRaw cannot deserialize.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${USER_ADMIN_LOCK_ID}::bigint)`;
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.userAdmin}::bigint)`;
       const before = await tx.consoleUser.findUnique({ where: { id: input.userId } });
       if (!before) throw new NotFoundError(`No user with id ${input.userId}.`);
       const wasDisabled = before.disabledAt !== null;

@@ -1,3 +1,4 @@
+import { LOCKS } from "./locks";
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
@@ -11,8 +12,6 @@ import type { SqlExecutor } from "./sql";
  * engine can take over wherever it is available. See docs/decisions/0001.
  */
 
-/** Prisma's advisory lock key: our runner and `prisma migrate` exclude each other. */
-export const PRISMA_MIGRATE_LOCK_ID = 72707369;
 
 // Statically scoped so the bundler traces only this folder.
 export const DEFAULT_MIGRATIONS_DIR = path.join(process.cwd(), "prisma", "migrations");
@@ -205,7 +204,7 @@ async function migrateLocked(sql: SqlExecutor, opts: MigrateOptions): Promise<Mi
     }
     return { applied, status: compare(local, await appliedRows(sql)) };
   } finally {
-    await sql.query(`SELECT pg_advisory_unlock($1)`, [PRISMA_MIGRATE_LOCK_ID]);
+    await sql.query(`SELECT pg_advisory_unlock($1)`, [LOCKS.migrate]);
   }
 }
 
@@ -300,7 +299,7 @@ async function withRows(sql: SqlExecutor, tables: ReadonlySet<string>): Promise<
  */
 async function acquireMigrateLock(sql: SqlExecutor, log: (line: string) => void): Promise<void> {
   for (let waited = false; ; waited = true) {
-    const [{ ok }] = await sql.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [PRISMA_MIGRATE_LOCK_ID]);
+    const [{ ok }] = await sql.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [LOCKS.migrate]);
     if (ok) return;
     if (!waited) log("waiting for another migration runner to finish");
     await new Promise((r) => setTimeout(r, 200));

@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import type { Database } from "../db/client";
 import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
 import { reconcileConfigFromEnv, type ReconcileConfig } from "./config";
@@ -22,8 +23,6 @@ import { claimDueItems, RECONCILER_ACTOR, reconcileClaimedItem, type ClaimedItem
  *   runs the same ticks from the command line.
  */
 
-/** Distinct from the migration (72707369), rollup (72707370/1, 72707380) and audit chain locks. */
-export const RECONCILER_LOCK_ID = 72707390;
 /** Items per tick at most, so one tick never runs for ever while new items keep coming due. */
 const MAX_BATCHES_PER_TICK = 20;
 
@@ -81,7 +80,7 @@ export async function runReconcilerOnce(database: Database, opts: ReconcilerRunO
 
   let result: TickSummary;
   if (database.mode === "postgres" && opts.lock !== false) {
-    result = (await database.withSession((s) => withTryAdvisoryLock(s, RECONCILER_LOCK_ID, work))) ?? idle("locked");
+    result = (await database.withSession((s) => withTryAdvisoryLock(s, LOCKS.reconciler, work))) ?? idle("locked");
   } else {
     result = await work();
   }

@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import { z } from "zod";
 import type { LegalHold, Prisma, PrismaClient } from "../generated/prisma/client";
 import { reasonSchema } from "../api/schemas";
@@ -15,7 +16,7 @@ import { NotFoundError, StateConflictError } from "../kernel/errors";
  * - Scope level: a legal_holds row for a whole scope (tenant/subject) — its records
  *   and its events. Lifting keeps the row (history): lifted_at/by/why.
  *
- * Setting a hold takes LEGAL_HOLD_LOCK_ID exclusively in its transaction; every purge
+ * Setting a hold takes LOCKS.legalHolds exclusively in its transaction; every purge
  * batch takes it shared. So a purge batch either committed before the hold (and the
  * rows it deleted were deleted before anyone asked to keep them) or sees the hold: no
  * batch in flight can delete a row whose hold committed first. (Lifting needs no lock:
@@ -24,7 +25,6 @@ import { NotFoundError, StateConflictError } from "../kernel/errors";
  * Every change is audited with before/after in its transaction; refusals too.
  */
 
-export const LEGAL_HOLD_LOCK_ID = 72707390;
 export const HOLDS_TABLE = "legal_holds";
 export const RECORD_HOLD_ACTION = "records.legal_hold";
 
@@ -101,7 +101,7 @@ export async function setRecordHold(
       requirePermission(actor, "legal_holds.manage");
       const who = auditActor(actor);
       return prisma.$transaction(async (tx) => {
-        if (input.hold) await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LEGAL_HOLD_LOCK_ID}::bigint)`;
+        if (input.hold) await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.legalHolds}::bigint)`;
         const before = await lockRecord(tx, recordId);
         if (!before) throw new NotFoundError(`idempotency record ${recordId} does not exist (it may have been purged)`);
         if (input.expectedVersion !== undefined && input.expectedVersion !== before.version) {
@@ -144,7 +144,7 @@ export async function setScopeHold(prisma: PrismaClient, actor: Actor, input: z.
     requirePermission(actor, "legal_holds.manage");
     const who = auditActor(actor);
     return prisma.$transaction(async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LEGAL_HOLD_LOCK_ID}::bigint)`;
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.legalHolds}::bigint)`;
       const inserted = await tx.$queryRaw<{ id: bigint }[]>`
         INSERT INTO legal_holds (scope, reason, set_by_label) VALUES (${input.scope}, ${input.reason}, ${who.label ?? who.type})
         ON CONFLICT (scope) WHERE lifted_at IS NULL DO NOTHING RETURNING id`;

@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Prisma } from "../generated/prisma/client";
@@ -6,8 +7,7 @@ import type { Database } from "../db/client";
 import { purgeLeaseSeconds, purgePollSeconds } from "./config";
 import { eventEligibleSql, Params, recordEligibleSql } from "./eligibility";
 import { purgeCensusSql } from "../stats/census";
-import { ROLLUP_LOCK_ID, WRITER_FLAG } from "../stats/rollups";
-import { LEGAL_HOLD_LOCK_ID } from "./legal-holds";
+import { WRITER_FLAG } from "../stats/rollups";
 import type { PolicyRule } from "./rules";
 import { finishRun, runView, type PurgeRunView } from "./runs";
 
@@ -130,7 +130,7 @@ async function recordsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi:
   if (deleted.length) {
     // The census (lib/stats/census.ts) loses the counted ones in this same transaction,
     // under the refresher's lock, so it never sees half a purge.
-    await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${ROLLUP_LOCK_ID})`);
+    await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${LOCKS.rollups})`);
     await tx.$executeRawUnsafe(WRITER_FLAG);
     const c = purgeCensusSql(deleted.map((x) => BigInt(x.id)));
     await tx.$executeRawUnsafe(c.text, ...c.values);
@@ -154,7 +154,7 @@ async function step(db: Database, runId: bigint, opts: Required<Pick<WorkOptions
 
   return db.prisma.$transaction(async (tx): Promise<Step> => {
     await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '5s'`);
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(${LEGAL_HOLD_LOCK_ID}::bigint)`;
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(${LOCKS.legalHolds}::bigint)`;
     const locked = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM purge_runs WHERE id = ${runId} FOR UPDATE`;
     if (locked.length === 0) return { kind: "gone", run: null };
     const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } }));

@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import type { Database } from "../db/client";
 import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
 import { driftRecords } from "./census";
@@ -29,8 +30,6 @@ import { CENSUS_VERIFIED, refreshRollups, sweepCensus, sweepRecordsFromEnv, veri
  *   of refreshRollups is one transaction, rolled back with the dropped connection.
  */
 
-/** Distinct from refreshRollups' transaction lock (72707371) and the migration lock (72707369). */
-export const REFRESHER_LOCK_ID = 72707380;
 export const DEFAULT_REFRESH_SECONDS = 15;
 export const DEFAULT_CENSUS_VERIFY_HOURS = 24;
 
@@ -106,7 +105,7 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
       }
       const sweep = opts.sweepRecords ?? sweepRecordsFromEnv();
       if (!due && !verifyDue && !sweep) return { status: "idle" } as const;
-      const outcome = await withTryAdvisoryLock(s, REFRESHER_LOCK_ID, async (): Promise<TickOutcome> => {
+      const outcome = await withTryAdvisoryLock(s, LOCKS.refresher, async (): Promise<TickOutcome> => {
         let refreshed: { result: RefreshResult; ms: number } | null = null;
         if (due) {
           const t = performance.now();

@@ -1,3 +1,4 @@
+import { LOCKS } from "../db/locks";
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { paramList } from "../records/row";
 import {
@@ -52,8 +53,6 @@ import {
  * Rollups are history: purging old events (retention) does not lower them.
  */
 
-/** The refresher's lock; the purge takes it too, to take purged records out of the census (lib/stats/census.ts). */
-export const ROLLUP_LOCK_ID = 72707371;
 const STATE = "events";
 /** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
 export const CENSUS_VERIFIED = "census_verified";
@@ -213,7 +212,7 @@ export async function sweepCensus(session: SqlExecutor, limit: number): Promise<
  * snapshot must be taken after the lock), with the guard trigger's flag.
  */
 async function asRollupWriter<T>(session: SqlExecutor, fn: () => Promise<T>): Promise<T> {
-  await session.query(`SELECT pg_advisory_lock($1)`, [ROLLUP_LOCK_ID]);
+  await session.query(`SELECT pg_advisory_lock($1)`, [LOCKS.rollups]);
   try {
     return await inTransaction(
       session,
@@ -224,7 +223,7 @@ async function asRollupWriter<T>(session: SqlExecutor, fn: () => Promise<T>): Pr
       "BEGIN ISOLATION LEVEL REPEATABLE READ",
     );
   } finally {
-    await session.query(`SELECT pg_advisory_unlock($1)`, [ROLLUP_LOCK_ID]).catch(() => {});
+    await session.query(`SELECT pg_advisory_unlock($1)`, [LOCKS.rollups]).catch(() => {});
   }
 }
 
