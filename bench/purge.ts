@@ -22,13 +22,14 @@ import { randomUUID } from "node:crypto";
 import type { Database } from "@/lib/db/client";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { IdempotencyStore } from "@/lib/idempotency";
-import { countEligible, readerOf } from "@/lib/retention/dry-run";
-import { eventEligibleSql, Params, recordEligibleSql } from "@/lib/retention/eligibility";
+import { countEligible } from "@/lib/retention/dry-run";
+import { eventEligibleSql, recordEligibleSql } from "@/lib/retention/eligibility";
 import { loadRules, type PolicyRule } from "@/lib/retention/rules";
 import { startPurge } from "@/lib/retention/runs";
 import { eventDeleteSql, recordCandidatesSql, windowFor, workRun } from "@/lib/retention/worker";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase } from "./common";
+import { Params } from "@/lib/db/params";
 
 interface Args {
   records: number;
@@ -167,7 +168,7 @@ async function main(): Promise<number> {
 
     const rules = await loadRules(db.sql);
     const asOf = new Date();
-    const eligible = await countEligible(readerOf(db.sql), rules, asOf);
+    const eligible = await countEligible(db.sql, rules, asOf);
     console.log(`policies: default records 7 d after expiry / events 30 d; capture_payment 14 d / 30 d → eligible as of now: ${fmt(eligible.records)} records, ${fmt(eligible.events)} events`);
     await explainBatches(db, rules, asOf, args.batchSize);
 

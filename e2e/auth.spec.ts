@@ -4,7 +4,7 @@ import { credentialFor, credentials, signInAs, submitLogin, type Role } from "./
 import { e2eDatabaseUrl } from "./support/env";
 
 /** What each role sees in the top bar (the permissions table decides; see lib/auth/permissions.ts). */
-const READ = ["Overview", "Stuck & pending", "Search", "Duplicates", "Compensations", "Conflicts", "Expiry", "Retention & purges"];
+const READ = ["Overview", "Stuck & pending", "Search", "Duplicates", "Compensations", "Conflicts", "Expiry", "Retention & purges", "Redis keys"];
 const NAV: Record<Role, string[]> = {
   viewer: [...READ, "API tokens", "API reference"],
   support: [...READ, "Audit", "API tokens", "API reference"],

@@ -227,6 +227,7 @@ describe("rerun and concurrency", () => {
       await db.withSession(async (s) => {
         const tick = () => new Promise((r) => setImmediate(r));
         const yielding: SqlExecutor = {
+          dialect: s.dialect,
           query: async (text, params) => (await tick(), s.query(text, params)),
           exec: async (script) => (await tick(), s.exec(script)),
         };

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { parseStuckThresholds, thresholdFor, type StuckThresholds } from "@/lib/records/config";
-import { decodeCursor } from "@/lib/records/params";
 import { queueSummary, stuckAndPending, type QueueInput, type QueueItem } from "@/lib/records/queue";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
+import { decodeCursor } from "@/lib/db/paging";
 
 let db: TestDatabase;
 let demo: DemoSummary;

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
-import { decodeCursor } from "@/lib/records/params";
 import { SEARCH_FIELDS, searchRecords, type SearchField, type SearchInput } from "@/lib/records/search";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
+import { decodeCursor } from "@/lib/db/paging";
 
 let db: TestDatabase;
 const now = new Date("2026-11-30T12:00:00.000Z");

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
-import { decodeCursor } from "@/lib/records/params";
 import { bucketStarts, conflictStats, type ConflictEvent, type ConflictsInput } from "@/lib/stats/conflicts";
 import { expiryStats } from "@/lib/stats/expiry";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
+import { decodeCursor } from "@/lib/db/paging";
 
 let db: TestDatabase;
 let demo: DemoSummary;

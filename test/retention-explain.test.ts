@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bulkGenerate } from "@/lib/demo/bulk";
-import { Params, recordEligibleSql } from "@/lib/retention/eligibility";
+import { recordEligibleSql } from "@/lib/retention/eligibility";
 import { loadRules, type PolicyRule } from "@/lib/retention/rules";
 import { eventDeleteSql, recordCandidatesSql, windowFor } from "@/lib/retention/worker";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { Params } from "@/lib/db/params";
 
 /**
  * The purge's statements use indexes at a decent size (real Postgres, 40,000 bulk

@@ -1,3 +1,4 @@
+import { txExecutor } from "../db/sql";
 import { randomBytes } from "node:crypto";
 import { compensability } from "./compensable";
 import { actorOf, appendAudit, type RequestMeta } from "../audit";
@@ -8,7 +9,6 @@ import type { SqlExecutor } from "../db/sql";
 import type { Prisma } from "../generated/prisma/client";
 import { adapterFor } from "../providers/registry";
 import { ProviderUnavailableError, UnknownProviderError } from "../providers/types";
-import type { Page } from "../records/search";
 import { leaseSeconds as configuredLease } from "./config";
 import {
   CLAIMS_SQL,
@@ -28,6 +28,7 @@ import {
 import { ProblemError } from "../kernel/problem";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
 import { ForbiddenError } from "../kernel/errors";
+import type { Page } from "../db/paging";
 
 /**
  * The compensation process: request → four-eyes decision → execution through the
@@ -59,15 +60,6 @@ export interface CompensationContext {
 
 /** Lock waits are part of the design (record lock, audit chain lock): allow for them. */
 const TX_OPTIONS = { maxWait: 15_000, timeout: 30_000 };
-
-function txSql(tx: Tx): SqlExecutor {
-  return {
-    query: <T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params),
-    exec: async (script: string) => {
-      await tx.$executeRawUnsafe(script);
-    },
-  };
-}
 
 const lease = (ctx: CompensationContext) => ctx.leaseSeconds ?? configuredLease();
 const target = (id: bigint) => ({ table: COMPENSATIONS_TABLE, id });
@@ -200,7 +192,7 @@ export async function requestCompensation(ctx: CompensationContext, body: Reques
     { action: "compensations.request", target: { table: "idempotency_records", id: body.recordId }, reason: body.reason, request: ctx.request, detail },
     () =>
       prisma.$transaction(async (tx) => {
-        const sql = txSql(tx);
+        const sql = txExecutor(tx);
         const record = await lockRecord(sql, body.recordId);
         if (!record) throw new NotFoundError(`There is no record ${body.recordId} (it may have been purged).`);
         const facts = {
@@ -298,7 +290,7 @@ async function decide(ctx: CompensationContext, id: bigint, decision: "approve" 
   const leaseSeconds = lease(ctx);
   return auditRefusals(prisma, principal, { action, target: target(id), reason, request: ctx.request }, () =>
     prisma.$transaction(async (tx) => {
-      const sql = txSql(tx);
+      const sql = txExecutor(tx);
       const before = await lockCompensation(sql, id, leaseSeconds);
       if (before.requestedBy === principal.userId) {
         throw new ForbiddenError(
@@ -356,7 +348,7 @@ const START_SET = `state = 'executing', attempts = c.attempts + 1, last_attempt_
 async function startAttempt(ctx: CompensationContext, approved: CompensationRow, reason: string): Promise<CompensationRow | null> {
   const { prisma } = ctx.database;
   return prisma.$transaction(async (tx) => {
-    const sql = txSql(tx);
+    const sql = txExecutor(tx);
     const [started] = await sql.query<CompensationRow>(
       `UPDATE compensations AS c SET ${START_SET}
         WHERE c.id = $1::bigint AND c.state = 'approved' AND c.version = $3
@@ -414,7 +406,7 @@ async function runAttempt(ctx: CompensationContext, started: CompensationRow): P
   const { prisma } = ctx.database;
   const leaseSeconds = lease(ctx);
   return prisma.$transaction(async (tx) => {
-    const sql = txSql(tx);
+    const sql = txExecutor(tx);
     const [after] =
       outcome.kind === "executed"
         ? await sql.query<CompensationRow>(
@@ -483,7 +475,7 @@ export async function retryCompensation(ctx: CompensationContext, id: bigint, re
   const started = await auditRefusals(prisma, principal, { action: "compensations.retry", target: target(id), reason, request: ctx.request }, async () => {
     const peek = await getCompensation(pool, id, leaseSeconds);
     return prisma.$transaction(async (tx) => {
-      const sql = txSql(tx);
+      const sql = txExecutor(tx);
       // Record first, then the compensation (the lock order of requests).
       const record = peek.recordId !== null ? await lockRecord(sql, peek.recordId) : undefined;
       const before = await lockCompensation(sql, id, leaseSeconds);

@@ -3,10 +3,11 @@ import { idSchema } from "../kernel/input";
 import { reasonSchema } from "../api/schemas";
 import { can, type Principal } from "../auth/permissions";
 import type { SqlExecutor } from "../db/sql";
-import { cursorParam, cursorTimeSql, intParam, optional } from "../records/params";
-import { paramList } from "../records/row";
-import { pageOf, type Page } from "../records/search";
+import { pageOf } from "../records/search";
 import { NotFoundError } from "../kernel/errors";
+import { cursorParam, cursorTimeSql, type Page } from "../db/paging";
+import { intParam, optional } from "../kernel/input";
+import { paramList } from "../db/params";
 
 /**
  * Compensations (refund / void / cancel of a completed record's charge): what a row

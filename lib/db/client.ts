@@ -5,6 +5,7 @@ import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "../generated/prisma/client";
 import { databaseConfigFromEnv, type DatabaseConfig, type DatabaseMode } from "./config";
+import { POSTGRES, type Dialect } from "./dialect";
 import { pgExecutor, pgliteExecutor, type SqlExecutor } from "./sql";
 
 export type Prisma = PrismaClient;
@@ -12,6 +13,8 @@ export type Prisma = PrismaClient;
 /** One handle on the database, whichever mode it runs in. */
 export interface Database {
   mode: DatabaseMode;
+  /** The SQL the database speaks (lib/db/dialect.ts). */
+  dialect: Dialect;
   prisma: PrismaClient;
   /** Pooled raw SQL for set-based work. */
   sql: SqlExecutor;
@@ -39,6 +42,7 @@ export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: nu
     const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
     return {
       mode: "postgres",
+      dialect: POSTGRES,
       prisma,
       sql: pgExecutor(pool),
       async withSession(fn) {
@@ -66,6 +70,7 @@ export async function openDatabase(config: DatabaseConfig, opts: { poolSize?: nu
   const sql = pgliteExecutor(lite);
   return {
     mode: "embedded",
+    dialect: POSTGRES,
     prisma,
     sql,
     withSession: (fn) =>

@@ -1,5 +1,7 @@
 import type { PGlite, Transaction } from "@electric-sql/pglite";
 import pg from "pg";
+import type { Prisma } from "../generated/prisma/client";
+import { POSTGRES, type Dialect } from "./dialect";
 
 /**
  * The smallest raw-SQL surface the console needs outside Prisma: multi-statement
@@ -7,9 +9,26 @@ import pg from "pg";
  * Both database modes implement it, so the code above it never branches on mode.
  */
 export interface SqlExecutor {
+  /** The SQL it speaks (lib/db/dialect.ts): stores pick their statements by it. */
+  readonly dialect: Dialect;
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   /** Runs a script of several statements (no parameters). */
   exec(script: string): Promise<void>;
+}
+
+/**
+ * The one transaction handle for raw statements inside a Prisma interactive transaction
+ * (`db.prisma.$transaction(async (tx) => …)`): the same SqlExecutor the stores take, so a
+ * module mixes Prisma's model API and named statements in one transaction.
+ */
+export function txExecutor(tx: Prisma.TransactionClient, dialect: Dialect = POSTGRES): SqlExecutor {
+  return {
+    dialect,
+    query: <T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params),
+    async exec(script: string) {
+      await tx.$executeRawUnsafe(script);
+    },
+  };
 }
 
 /** The read-only snapshot the read side reads many statements in, so that their numbers agree. */
@@ -41,6 +60,7 @@ const PG_TYPES = {
 /** A session on a single pg connection (advisory locks are per session), or the pool. */
 export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
   return {
+    dialect: POSTGRES,
     async query<T>(text: string, params: unknown[] = []) {
       const result = await client.query({ text, values: params, types: PG_TYPES });
       return result.rows as T[];
@@ -58,6 +78,7 @@ const PGLITE_PARSERS = { 20: (v: string) => BigInt(v) };
 
 export function pgliteExecutor(db: PGlite | Transaction): SqlExecutor {
   return {
+    dialect: POSTGRES,
     async query<T>(text: string, params: unknown[] = []) {
       const result = await db.query<T>(text, params, { parsers: PGLITE_PARSERS });
       return result.rows;

@@ -5,11 +5,11 @@ import type { RequestMeta } from "../audit";
 import { auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { paramList } from "../records/row";
 import { BULK_LIMIT, confirmationText } from "./confirm";
 import { reconcileConfigFromEnv } from "./config";
 import { reconcileRecord, type ReconcileOptions, type ReconcileOutcome } from "./core";
 import { ProblemError } from "../kernel/problem";
+import { paramList } from "../db/params";
 
 /**
  * Bulk "check with provider": up to BULK_LIMIT records per call, named by id or

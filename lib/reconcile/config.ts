@@ -1,4 +1,4 @@
-import { parseDuration } from "../records/params";
+import { parseDuration } from "../kernel/input";
 
 /**
  * Reconciliation settings, from the environment (read at call time, so tests and

@@ -1,4 +1,4 @@
-import { formatDuration, parseDuration } from "./params";
+import { formatDuration, parseDuration } from "../kernel/input";
 
 /**
  * Read-side settings, from the environment (read once per process; tests pass

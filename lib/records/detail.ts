@@ -10,11 +10,11 @@ import { checkAvailability, type CheckAvailability } from "../reconcile/apply";
 import { readSideConfig, type StuckThresholds } from "./config";
 import { DEFAULT_WINDOW_SECONDS, duplicatesOfRecord, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS, type SuspectedDuplicate } from "./duplicates";
 import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedField, type MaskRules } from "./mask";
-import { durationParam, optional } from "./params";
 import { recordColumns, type RecordSummary } from "./row";
 import { bodyText, readHeaders } from "../idempotency/stored-response";
 import { ProblemError } from "../kernel/problem";
 import { NotFoundError } from "../kernel/errors";
+import { durationParam, optional } from "../kernel/input";
 
 /**
  * Everything about one record: every field, the event timeline, reconciliation items,

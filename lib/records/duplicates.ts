@@ -1,8 +1,9 @@
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { durationParam, intParam, isoTime, optional, resolveRange } from "./params";
-import { paramList, recordColumns, type RecordSummary } from "./row";
+import { recordColumns, type RecordSummary } from "./row";
+import { durationParam, intParam, isoTime, optional, resolveRange } from "../kernel/input";
+import { paramList } from "../db/params";
 
 /**
  * Duplicate-charge investigation: the double charges an idempotency key cannot catch

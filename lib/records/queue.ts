@@ -3,9 +3,11 @@ import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { readSideConfig, thresholdFor, type StuckThresholds } from "./config";
-import { cursorParam, cursorTimeSql, encodeCursor, limitParam, optional, type KeysetPosition } from "./params";
-import { paramList, recordColumns, type RecordSummary } from "./row";
-import type { Page } from "./search";
+import { recordColumns, type RecordSummary } from "./row";
+import { cursorParam, cursorTimeSql, encodeCursor, limitParam, type KeysetPosition } from "../db/paging";
+import { optional } from "../kernel/input";
+import { paramList } from "../db/params";
+import type { Page } from "../db/paging";
 
 /**
  * The stuck & pending queue: what an operator has to look at.

@@ -44,15 +44,3 @@ export function recordColumns(a = "r"): string {
 export function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
-
-/** Appends a parameter and returns its placeholder ($n). */
-export function paramList() {
-  const values: unknown[] = [];
-  return {
-    values,
-    add(value: unknown): string {
-      values.push(value);
-      return `$${values.length}`;
-    },
-  };
-}

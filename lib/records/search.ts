@@ -1,9 +1,12 @@
+import type { Page } from "../db/paging";
 import { RECORD_STATUSES } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema } from "../idempotency/schemas";
-import { cursorParam, cursorTimeSql, encodeCursor, limitParam, optional, type KeysetPosition } from "./params";
-import { escapeLike, paramList, recordColumns, type RecordSummary } from "./row";
+import { escapeLike, recordColumns, type RecordSummary } from "./row";
+import { cursorParam, cursorTimeSql, encodeCursor, limitParam, type KeysetPosition } from "../db/paging";
+import { optional } from "../kernel/input";
+import { paramList } from "../db/params";
 
 /**
  * Record search: by idempotency key, scope, provider reference, provider request id,
@@ -62,12 +65,6 @@ export interface SearchHit extends RecordSummary {
   matched: SearchField[];
 }
 
-export interface Page<T> {
-  items: T[];
-  /** Pass as `cursor` for the next page; null on the last page. */
-  nextCursor: string | null;
-  limit: number;
-}
 
 /** The SQL that search() runs (exported so the EXPLAIN test checks exactly this). */
 export function searchSql(input: SearchInput): { text: string; values: unknown[] } {

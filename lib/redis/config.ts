@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { formatDuration, parseDuration } from "../records/params";
 import { customFormat, customFormatSchema, FORMAT_PRESETS, PRESET_NAMES, type FormatPreset, type ValueFormat } from "./formats";
 import { NotFoundError } from "../kernel/errors";
+import { formatDuration, parseDuration } from "../kernel/input";
 
 /**
  * Redis key stores, from the environment (read once per process; tests provide their own).

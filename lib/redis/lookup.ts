@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { can, type Principal } from "../auth/permissions";
 import { maskResponse, type MaskedField, type HeaderPairs } from "../records/mask";
-import { intParam, optional } from "../records/params";
 import type { RedisStoreConfig } from "./config";
 import { onStore, redisFor } from "./client";
 import { prefixGlob } from "./glob";
 import { assess, inStore, queueRead, readingOf, readKey, type KeyReading } from "./keys";
 import { NotFoundError } from "../kernel/errors";
+import { intParam, optional } from "../kernel/input";
 
 /**
  * Key lookup in one store: an exact key, or every key starting with a prefix (SCAN

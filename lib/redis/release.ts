@@ -5,7 +5,6 @@ import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
 import { maskBody } from "../records/mask";
-import { formatDuration } from "../records/params";
 import type { RedisStoreConfig } from "./config";
 import { onStore, redisFor } from "./client";
 import { censusOf } from "./census";
@@ -14,6 +13,7 @@ import { redisKeySchema } from "./lookup";
 import { BULK_RELEASE_LIMIT, releaseConfirmation } from "./confirm";
 import { ProblemError } from "../kernel/problem";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
+import { formatDuration } from "../kernel/input";
 
 /**
  * Release a wedged key: delete a `processing` key that a crashed worker left behind,

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { optional } from "../records/params";
 import { onStore } from "./client";
 import { censusOf, censusSoon, censusState, type RedisCensus } from "./census";
 import { describeStore, redisConfig, type RedisStoreConfig } from "./config";
+import { optional } from "../kernel/input";
 
 /**
  * What the Redis screens and API read: the stores with their latest census (counts

@@ -1,19 +1,7 @@
-import type { Prisma } from "../generated/prisma/client";
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
-import {
-  EVENT_PROTECTIONS,
-  eventEligibleSql,
-  eventUnprotectedSql,
-  eventWindowSql,
-  Params,
-  RECORD_PROTECTIONS,
-  recordEligibleSql,
-  recordUnprotectedSql,
-  recordWindowSql,
-  type EventProtection,
-  type RecordProtection,
-} from "./eligibility";
+import { EVENT_PROTECTIONS, eventEligibleSql, eventUnprotectedSql, eventWindowSql, RECORD_PROTECTIONS, recordEligibleSql, recordUnprotectedSql, recordWindowSql, type EventProtection, type RecordProtection } from "./eligibility";
 import type { PolicyRule } from "./rules";
+import { Params } from "../db/params";
 
 /**
  * Dry run: what a purge as of `asOf` under `rules` would delete, per policy — the
@@ -24,13 +12,6 @@ import type { PolicyRule } from "./rules";
  * deletes exactly these numbers when nothing changed in between.
  */
 
-/** Raw SQL reads, whether from a session (SqlExecutor) or inside a Prisma transaction. */
-export interface Reader {
-  query<T>(text: string, values: unknown[]): Promise<T[]>;
-}
-
-export const readerOf = (s: SqlExecutor): Reader => ({ query: (text, values) => s.query(text, values) });
-export const txReader = (tx: Prisma.TransactionClient): Reader => ({ query: (text, values) => tx.$queryRawUnsafe(text, ...values) });
 
 export interface SampleRecord {
   id: bigint;
@@ -57,7 +38,7 @@ export interface DryRun {
 
 type CountRow = Record<string, bigint>;
 
-async function policyCounts(db: Reader, rules: readonly PolicyRule[], rule: PolicyRule, asOf: Date, samples: number): Promise<DryRunPolicy> {
+async function policyCounts(db: SqlExecutor, rules: readonly PolicyRule[], rule: PolicyRule, asOf: Date, samples: number): Promise<DryRunPolicy> {
   const rp = new Params();
   const rec = await db.query<CountRow>(
     `SELECT count(*)::bigint AS past, count(*) FILTER (WHERE ${recordUnprotectedSql("r")})::bigint AS eligible,
@@ -99,7 +80,7 @@ async function policyCounts(db: Reader, rules: readonly PolicyRule[], rule: Poli
 }
 
 /** The dry run over `db` (call it inside one snapshot: see dryRunInSnapshot). */
-export async function dryRun(db: Reader, rules: readonly PolicyRule[], asOf: Date, opts: { samples?: number } = {}): Promise<DryRun> {
+export async function dryRun(db: SqlExecutor, rules: readonly PolicyRule[], asOf: Date, opts: { samples?: number } = {}): Promise<DryRun> {
   const policies: DryRunPolicy[] = [];
   for (const rule of rules) policies.push(await policyCounts(db, rules, rule, asOf, opts.samples ?? 5));
   return {
@@ -123,11 +104,11 @@ export async function dryRunInSnapshot(
   asOf: Date,
   opts: { samples?: number } = {},
 ): Promise<DryRun> {
-  return withSession((s) => inTransaction(s, () => dryRun(readerOf(s), rules, asOf, opts), SNAPSHOT));
+  return withSession((s) => inTransaction(s, () => dryRun(s, rules, asOf, opts), SNAPSHOT));
 }
 
 /** Eligible totals (what a run started now with these rules estimates; the dry run's totals). */
-export async function countEligible(db: Reader, rules: readonly PolicyRule[], asOf: Date): Promise<{ records: number; events: number }> {
+export async function countEligible(db: SqlExecutor, rules: readonly PolicyRule[], asOf: Date): Promise<{ records: number; events: number }> {
   const rp = new Params();
   const [r] = await db.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp)}`, rp.values);
   const ep = new Params();

@@ -1,3 +1,4 @@
+import { Params } from "../db/params";
 import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import type { PolicyRule } from "./rules";
 
@@ -32,33 +33,6 @@ import type { PolicyRule } from "./rules";
  */
 
 const DAY_MS = 86_400_000;
-
-/** Anything that hands out placeholders ($1, $2, …) for one statement (e.g. lib/records/row.ts paramList). */
-export interface ParamSink {
-  add(value: unknown): string;
-}
-
-/** Placeholders for one statement; values are strings/numbers/booleans so every driver binds them alike. */
-export class Params implements ParamSink {
-  readonly values: unknown[] = [];
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-  time(d: Date): string {
-    return timeParam(this, d);
-  }
-  bigint(n: bigint | number): string {
-    return `${this.add(String(n))}::bigint`;
-  }
-}
-
-/** A timestamp, bound as ISO text and cast. */
-export const timeParam = (p: ParamSink, d: Date) => `${p.add(d.toISOString())}::timestamptz`;
-
-/** A text[] literal (quoted elements), bound as text and cast. */
-export const textsParam = (p: ParamSink, values: readonly string[]) =>
-  `${p.add(`{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`)}::text[]`;
 
 export function cutoff(asOf: Date, days: number): Date {
   return new Date(asOf.getTime() - days * DAY_MS);
@@ -121,29 +95,29 @@ export const EVENT_PROTECTIONS: { reason: EventProtection; label: string; sql: (
 function windowClause(
   rule: PolicyRule,
   rules: readonly PolicyRule[],
-  p: ParamSink,
+  p: Params,
   col: { operation: string; time: string },
   days: (r: PolicyRule) => number,
   asOf: Date,
 ): string | null {
   if (!rule.enabled) return null;
-  const before = `${col.time} < ${timeParam(p, cutoff(asOf, days(rule)))}`;
+  const before = `${col.time} < ${p.time(cutoff(asOf, days(rule)))}`;
   if (rule.operation !== null) return `(${col.operation} = ${p.add(rule.operation)} AND ${before})`;
   const own = rules.filter((x) => x.operation !== null).map((x) => x.operation!);
-  return own.length ? `(${col.operation} <> ALL (${textsParam(p, own)}) AND ${before})` : `(${before})`;
+  return own.length ? `(${col.operation} <> ALL (${p.texts(own)}) AND ${before})` : `(${before})`;
 }
 
-function window(rules: readonly PolicyRule[], p: ParamSink, col: { operation: string; time: string }, days: (r: PolicyRule) => number, asOf: Date, only?: PolicyRule): string {
+function window(rules: readonly PolicyRule[], p: Params, col: { operation: string; time: string }, days: (r: PolicyRule) => number, asOf: Date, only?: PolicyRule): string {
   const clauses = (only ? [only] : rules).map((r) => windowClause(r, rules, p, col, days, asOf)).filter((c): c is string => c !== null);
   return clauses.length ? `(${clauses.join(" OR ")})` : "false";
 }
 
 /** Records past their policy's window (any status), optionally of one policy only. */
-export function recordWindowSql(rules: readonly PolicyRule[], asOf: Date, p: ParamSink, r = "r", only?: PolicyRule): string {
+export function recordWindowSql(rules: readonly PolicyRule[], asOf: Date, p: Params, r = "r", only?: PolicyRule): string {
   return window(rules, p, { operation: `${r}.operation`, time: `${r}.expires_at` }, (x) => x.keepRecordsDays, asOf, only);
 }
 
-export function eventWindowSql(rules: readonly PolicyRule[], asOf: Date, p: ParamSink, e = "e", only?: PolicyRule): string {
+export function eventWindowSql(rules: readonly PolicyRule[], asOf: Date, p: Params, e = "e", only?: PolicyRule): string {
   return window(rules, p, { operation: `${e}.operation`, time: `${e}.occurred_at` }, (x) => x.keepEventsDays, asOf, only);
 }
 
@@ -157,12 +131,12 @@ export function eventUnprotectedSql(e = "e"): string {
 }
 
 /** THE record eligibility condition. */
-export function recordEligibleSql(rules: readonly PolicyRule[], asOf: Date, p: ParamSink, r = "r", only?: PolicyRule): string {
+export function recordEligibleSql(rules: readonly PolicyRule[], asOf: Date, p: Params, r = "r", only?: PolicyRule): string {
   return `${recordWindowSql(rules, asOf, p, r, only)} AND ${recordUnprotectedSql(r)}`;
 }
 
 /** THE event eligibility condition. */
-export function eventEligibleSql(rules: readonly PolicyRule[], asOf: Date, p: ParamSink, e = "e", only?: PolicyRule): string {
+export function eventEligibleSql(rules: readonly PolicyRule[], asOf: Date, p: Params, e = "e", only?: PolicyRule): string {
   return `${eventWindowSql(rules, asOf, p, e, only)} AND ${eventUnprotectedSql(e)}`;
 }
 

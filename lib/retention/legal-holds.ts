@@ -5,8 +5,8 @@ import { reasonSchema } from "../api/schemas";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import { scopeSchema } from "../idempotency/schemas";
-import { intParam, optional } from "../records/params";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
+import { intParam, optional } from "../kernel/input";
 
 /**
  * Legal holds: nothing under a hold is purged (lib/retention/eligibility.ts).

@@ -3,12 +3,13 @@ import type { Prisma, PrismaClient, PurgeRun } from "../generated/prisma/client"
 import { reasonSchema } from "../api/schemas";
 import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor } from "../auth/users";
-import { intParam, isoTime, optional } from "../records/params";
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAUSE_MS, MAX_BATCH_SIZE, MAX_PAUSE_MS } from "./config";
-import { countEligible, txReader } from "./dry-run";
+import { txExecutor } from "../db/sql";
+import { countEligible } from "./dry-run";
 import { currentRules, type PolicyRule } from "./policies";
 import { ProblemError } from "../kernel/problem";
 import { InvalidInputError, NotFoundError } from "../kernel/errors";
+import { intParam, isoTime, optional } from "../kernel/input";
 
 /**
  * Purge runs: start (one at a time), cancel, list, progress. The work itself is
@@ -224,7 +225,7 @@ export async function startPurge(
         const active = await activeRun(tx);
         if (active) throw new PurgeActiveError(active);
         const rules = await currentRules(tx);
-        const estimate = await countEligible(txReader(tx), rules, asOf);
+        const estimate = await countEligible(txExecutor(tx), rules, asOf);
         if (opts.requireConfirmation !== false && input.confirm !== String(estimate.records)) {
           throw new ConfirmationMismatchError(input.confirm ?? "", estimate, asOf);
         }

@@ -5,11 +5,12 @@ import type { Prisma } from "../generated/prisma/client";
 import type { AuditActor } from "../audit";
 import type { Database } from "../db/client";
 import { purgeLeaseSeconds, purgePollSeconds } from "./config";
-import { eventEligibleSql, Params, recordEligibleSql } from "./eligibility";
+import { eventEligibleSql, recordEligibleSql } from "./eligibility";
 import { purgeCensusSql } from "../stats/census";
 import { WRITER_FLAG } from "../stats/rollups";
 import type { PolicyRule } from "./rules";
 import { finishRun, runView, type PurgeRunView } from "./runs";
+import { Params } from "../db/params";
 
 /**
  * The purge worker: works a purge run in batches of SHORT transactions.

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from "../db/sql";
-import { paramList } from "../records/row";
+import { paramList } from "../db/params";
 
 /**
  * The record census: how many records there are per operation and expiry hour

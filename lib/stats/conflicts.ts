@@ -2,9 +2,10 @@ import { REQUEST_KINDS } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { cursorParam, cursorTimeSql, encodeCursor, intParam, isoTime, optional, resolveRange, type KeysetPosition } from "../records/params";
-import { paramList } from "../records/row";
 import { countEvents } from "./rollups";
+import { cursorParam, cursorTimeSql, encodeCursor, type KeysetPosition } from "../db/paging";
+import { intParam, isoTime, optional, resolveRange } from "../kernel/input";
+import { paramList } from "../db/params";
 
 /**
  * Conflicts: a key reused with a different payload (a changed intent under an old key,

@@ -2,10 +2,10 @@ import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { optional } from "../records/params";
-import { paramList } from "../records/row";
 import { recordEligibleSql } from "../retention/eligibility";
 import { loadRules, type PolicyRule } from "../retention/rules";
+import { optional } from "../kernel/input";
+import { paramList } from "../db/params";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired

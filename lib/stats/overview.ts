@@ -3,10 +3,10 @@ import { z } from "zod";
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { describeThresholds, readSideConfig, type StuckThresholds } from "../records/config";
-import { isoTime, optional, resolveRange } from "../records/params";
-import { paramList } from "../records/row";
 import { DEPARTURES_SQL, departureRows, recordCensusSql, type Departure, type ExpiryInterval } from "./census";
 import { eventCountsSql } from "./rollups";
+import { isoTime, optional, resolveRange } from "../kernel/input";
+import { paramList } from "../db/params";
 
 /**
  * The overview: every number on the console's first screen, for a time range and

@@ -1,6 +1,5 @@
 import { LOCKS } from "../db/locks";
 import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
-import { paramList } from "../records/row";
 import {
   applyAggregateDrift,
   applyRecords,
@@ -15,6 +14,7 @@ import {
   type AppliedChanges,
   type CensusDrift,
 } from "./census";
+import { paramList } from "../db/params";
 
 /**
  * Rollups of idempotency_events by (operation, scope, kind), kept incrementally from an

@@ -3,13 +3,13 @@ import { csvHeaderLine, csvRowLines, type CsvColumn } from "../api/csv";
 import type { Access } from "../auth/permissions";
 import type { Database } from "../db/client";
 import { findDuplicates, duplicatesQuerySchema, MAX_CLUSTERS, type DuplicateCluster } from "../records/duplicates";
-import { decodeCursor, MAX_PAGE, type KeysetPosition } from "../records/params";
 import { queueQuerySchema, stuckAndPending, type QueueItem } from "../records/queue";
 import type { RecordSummary } from "../records/row";
 import { searchQuerySchema, searchRecords, type SearchHit } from "../records/search";
 import { conflictsQuerySchema, conflictStats, type ConflictEvent } from "../stats/conflicts";
 import { NotFoundError } from "../kernel/errors";
 import { parseInput } from "../kernel/input";
+import { decodeCursor, MAX_PAGE, type KeysetPosition } from "../db/paging";
 
 /**
  * CSV export of the console's lists: records (search), queue, duplicates, conflicts.

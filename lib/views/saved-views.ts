@@ -1,9 +1,9 @@
 import { z } from "zod";
 import type { Principal } from "../auth/permissions";
 import type { PrismaClient, SavedView } from "../generated/prisma/client";
-import { optional } from "../records/params";
 import { ProblemError } from "../kernel/problem";
 import { NotFoundError } from "../kernel/errors";
+import { optional } from "../kernel/input";
 
 /**
  * Saved views: a user's named filters for a console list page — the page path and

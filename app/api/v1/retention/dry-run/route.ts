@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { intParam, optional } from "@/lib/records/params";
 import { dryRunInSnapshot } from "@/lib/retention/dry-run";
 import { currentRules } from "@/lib/retention/policies";
+import { intParam, optional } from "@/lib/kernel/input";
 
 /**
  * GET /api/v1/retention/dry-run?samples=5
