@@ -5,18 +5,20 @@
  *    embedded demo mode a missing secret is read from (or created in)
  *    .data/nextauth-secret; likewise the audit chain's HMAC key (AUDIT_HMAC_KEY,
  *    .data/audit-hmac-key for the demo) and the trusted-proxy settings;
- * 2. the database — in embedded mode this is where PGlite is created, migrated
- *    and filled with demo data and demo users (the server process is the only
- *    one allowed to open the PGlite folder);
+ * 2. the database — opened here first, through the composition root
+ *    (lib/demo/embedded.ts): in embedded mode this is where PGlite is created,
+ *    migrated (lib/db) and filled with demo data and demo users (lib/demo) — the
+ *    server process is the only one allowed to open the PGlite folder;
  * 3. the background rollup refresher (lib/stats/refresher.ts; ROLLUP_REFRESH_SECONDS);
  * 4. the demo provider's ledger (only when `npm start` runs the local provider service;
  *    in the embedded demo also its live traffic, lib/demo/live.ts),
  *    the background reconciler, the purge worker (resumes a run a crash left behind)
- *    and the audit anchor publisher (the chain's head in the log every AUDIT_ANCHOR_MINUTES);
+ *    the audit anchor publisher (the chain's head in the log every AUDIT_ANCHOR_MINUTES)
+ *    and the insight alert evaluator (lib/insights/worker.ts; INSIGHTS_ALERTS_SECONDS);
  * 5. the Redis key stores' background census (lib/redis/census.ts; REDIS_CENSUS_SECONDS).
  *    In embedded mode the first refresh runs before requests are served (the demo
- *    data is rolled up while PGlite's one connection is not shared yet); on Postgres
- *    it runs in the background (the first one may have millions of events to do).
+ *    data is rolled up while PGlite's one connection is not shared yet); on a database
+ *    server it runs in the background (the first one may have millions of events to do).
  */
 export async function register() {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
@@ -31,9 +33,12 @@ export async function register() {
   const { db } = await import("./lib/db");
   let embedded = false;
   try {
-    const database = await db();
+    const { openServerDatabase } = await import("./lib/demo/embedded");
+    const database = await openServerDatabase();
     embedded = database.mode === "embedded";
-    console.log(`database: ${embedded ? "embedded PGlite" : "PostgreSQL"} ready`);
+    const { serverIdentity } = await import("./lib/db/health");
+    const server = embedded ? null : await serverIdentity(database.mode, database.sql).catch(() => null);
+    console.log(`database: ${embedded ? "embedded PGlite" : server ? `${server.engine} ${server.version}` : database.mode} ready`);
   } catch (err) {
     // Keep serving: /api/health reports the failure and pages show it.
     console.error("database: not available at start:", err instanceof Error ? err.message : err);
@@ -62,6 +67,8 @@ export async function register() {
   startPurgeWorker(db);
   const { startAnchorPublisher } = await import("./lib/audit/anchor");
   startAnchorPublisher(db);
+  const { startInsightAlerts } = await import("./lib/insights/worker");
+  startInsightAlerts(db);
   try {
     const { startRedisCensus } = await import("./lib/redis/census");
     startRedisCensus();

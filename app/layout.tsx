@@ -1,11 +1,13 @@
 import type { Metadata, Viewport } from "next";
 import { cookies } from "next/headers";
 import type { ReactNode } from "react";
+import { AlertsBanner } from "@/components/insights/AlertsBanner";
 import { NavLinks, type NavEntry } from "@/components/NavLinks";
 import { QueryProvider } from "@/components/QueryProvider";
 import { Shortcuts, type GoTo } from "@/components/Shortcuts";
 import { SignOutButton } from "@/components/SignOutButton";
-import { THEME_COOKIE, ThemeSwitch, type ThemeChoice } from "@/components/ThemeSwitch";
+import { ThemeSwitch } from "@/components/ThemeSwitch";
+import { THEME_COOKIE, themeOf } from "@/components/theme";
 import { TopBarMenu } from "@/components/TopBar";
 import { currentPrincipal } from "@/components/server/page-auth";
 import { TimeZoneProvider } from "@/components/time/When";
@@ -33,6 +35,9 @@ const NAVIGATION: (NavSpec | { group: string; items: NavSpec[] })[] = [
   {
     group: "Insights",
     items: [
+      { href: "/insights/alerts", label: "Alerts", access: "stats.read", key: "l" },
+      { href: "/insights/retention", label: "Retention advisor", access: "stats.read", key: "v" },
+      { href: "/insights/key-quality", label: "Key quality", access: "stats.read", key: "y" },
       { href: "/conflicts", label: "Conflicts", access: "stats.read", key: "k" },
       { href: "/expiry", label: "Expiry", access: "stats.read", key: "e" },
       { href: "/retention", label: "Retention & purges", access: "stats.read", key: "r" },
@@ -76,8 +81,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   } catch (err) {
     if (err && typeof err === "object" && "digest" in err) throw err; // Next's dynamic-rendering signals
   }
-  const themeCookie = (await cookies()).get(THEME_COOKIE)?.value;
-  const theme: ThemeChoice = themeCookie === "light" || themeCookie === "dark" ? themeCookie : "auto";
+  const theme = themeOf((await cookies()).get(THEME_COOKIE)?.value);
   const nav = principal ? navFor(principal) : null;
   return (
     <html lang="en" data-theme={theme === "auto" ? undefined : theme}>
@@ -112,7 +116,10 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
           </header>
           <main id="main">
             <TimeZoneProvider timeZone={timeZone}>
-              <QueryProvider>{children}</QueryProvider>
+              <QueryProvider>
+                {principal && can(principal, "stats.read") ? <AlertsBanner /> : null}
+                {children}
+              </QueryProvider>
             </TimeZoneProvider>
           </main>
         </div>

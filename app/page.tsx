@@ -4,6 +4,7 @@ import { OverviewDashboard } from "@/components/overview/OverviewDashboard";
 import { RedisTiles } from "@/components/redis/RedisTiles";
 import { requirePage } from "@/components/server/page-auth";
 import { db } from "@/lib/db";
+import { serverIdentity } from "@/lib/db/health";
 
 /**
  * The overview. The numbers come from GET /api/v1/stats/overview (TanStack Query in
@@ -21,7 +22,15 @@ export default async function OverviewPage({ searchParams }: { searchParams: Pro
   }
   await requirePage("/", qs.size ? `/?${qs}` : "/");
   const database = await db();
-  const subtitle = `Idempotency records, requests, replays and conflicts · ${database.mode === "embedded" ? "embedded demo database" : "PostgreSQL"}`;
+  // The engine that answers (PostgreSQL, MariaDB or MySQL), as /api/health names it.
+  const engine =
+    database.mode === "embedded"
+      ? "embedded demo database"
+      : await serverIdentity(database.mode, database.sql).then(
+          (s) => s.engine,
+          () => "database server",
+        );
+  const subtitle = `Idempotency records, requests, replays and conflicts · ${engine}`;
   return (
     <Suspense fallback={null}>
       <OverviewDashboard subtitle={subtitle} />

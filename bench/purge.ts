@@ -23,10 +23,11 @@ import type { Database } from "@/lib/db/client";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { countEligible } from "@/lib/retention/dry-run";
-import { eventEligibleSql, recordEligibleSql } from "@/lib/retention/eligibility";
+import { eventEligibleSql, recordEligibleSql } from "@/lib/retention/eligibility.postgres";
 import { loadRules, type PolicyRule } from "@/lib/retention/rules";
 import { startPurge } from "@/lib/retention/runs";
-import { eventDeleteSql, recordCandidatesSql, windowFor, workRun } from "@/lib/retention/worker";
+import { eventDeleteSql, recordCandidatesSql } from "@/lib/retention/purge-store.postgres";
+import { windowFor, workRun } from "@/lib/retention/worker";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase } from "./common";
 import { Params } from "@/lib/db/params";
@@ -127,7 +128,8 @@ async function planOf(db: Database, text: string, values: unknown[]): Promise<st
   const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
   const scans: string[] = [];
   const walk = (n: PlanNode) => {
-    if (n["Node Type"].includes("Scan")) scans.push(`${n["Node Type"]}${n["Index Name"] ? ` ${n["Index Name"]}` : n["Relation Name"] ? ` ${n["Relation Name"]}` : ""}`);
+    if (n["Node Type"].includes("Scan"))
+      scans.push(`${n["Node Type"]}${n["Index Name"] ? ` ${n["Index Name"]}` : n["Relation Name"] ? ` ${n["Relation Name"]}` : ""}`);
     n.Plans?.forEach(walk);
   };
   walk(row["QUERY PLAN"][0].Plan);
@@ -158,8 +160,16 @@ async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   return withBenchDatabase("bench:purge", { keep: args.keep, poolSize: args.writers + args.fillConcurrency + 6 }, async (db) => {
     console.log(`\nfilling ${fmt(args.records)} records × ${args.eventsPerRecord} events over ${args.days} days…`);
-    const fill = await bulkGenerate(db.sql, { records: args.records, eventsPerRecord: args.eventsPerRecord, days: args.days, seed: args.seed, concurrency: args.fillConcurrency });
-    console.log(`filled ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`);
+    const fill = await bulkGenerate(db.sql, {
+      records: args.records,
+      eventsPerRecord: args.eventsPerRecord,
+      days: args.days,
+      seed: args.seed,
+      concurrency: args.fillConcurrency,
+    });
+    console.log(
+      `filled ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`,
+    );
     await db.withSession((s) => refreshRollups(s));
     await db.sql.query(
       `INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, updated_by_label) VALUES (NULL, 7, 30, 'bench'), ('capture_payment', 14, 30, 'bench')`,
@@ -169,7 +179,9 @@ async function main(): Promise<number> {
     const rules = await loadRules(db.sql);
     const asOf = new Date();
     const eligible = await countEligible(db.sql, rules, asOf);
-    console.log(`policies: default records 7 d after expiry / events 30 d; capture_payment 14 d / 30 d → eligible as of now: ${fmt(eligible.records)} records, ${fmt(eligible.events)} events`);
+    console.log(
+      `policies: default records 7 d after expiry / events 30 d; capture_payment 14 d / 30 d → eligible as of now: ${fmt(eligible.records)} records, ${fmt(eligible.events)} events`,
+    );
     await explainBatches(db, rules, asOf, args.batchSize);
 
     // 1. The writer alone.
@@ -184,11 +196,17 @@ async function main(): Promise<number> {
       try {
         const rp = new Params();
         let t = performance.now();
-        const r = await s.query<{ n: bigint }>(`WITH d AS (DELETE FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp, "r")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`, rp.values);
+        const r = await s.query<{ n: bigint }>(
+          `WITH d AS (DELETE FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp, "r")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`,
+          rp.values,
+        );
         const recordsMs = performance.now() - t;
         const ep = new Params();
         t = performance.now();
-        const e = await s.query<{ n: bigint }>(`WITH d AS (DELETE FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep, "e")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`, ep.values);
+        const e = await s.query<{ n: bigint }>(
+          `WITH d AS (DELETE FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep, "e")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`,
+          ep.values,
+        );
         raw = { records: Number(r[0].n), events: Number(e[0].n), recordsMs, eventsMs: performance.now() - t };
       } finally {
         await s.exec("ROLLBACK");
@@ -227,7 +245,15 @@ async function main(): Promise<number> {
     console.log(`\nwriter latency, ms (begin + complete through IdempotencyStore, ${args.writers} lanes)`);
     const col = (w: WriterStats) => {
       const s = [...w.latencies].sort((a, b) => a - b);
-      return { p50: pct(s, 50).toFixed(2), p95: pct(s, 95).toFixed(2), p99: pct(s, 99).toFixed(2), ops: fmt(w.ops / w.seconds), n: fmt(w.ops), errors: fmt(w.errors), secs: w.seconds.toFixed(1) };
+      return {
+        p50: pct(s, 50).toFixed(2),
+        p95: pct(s, 95).toFixed(2),
+        p99: pct(s, 99).toFixed(2),
+        ops: fmt(w.ops / w.seconds),
+        n: fmt(w.ops),
+        errors: fmt(w.errors),
+        secs: w.seconds.toFixed(1),
+      };
     };
     const [a, b, c] = [col(baseline), col(duringRaw), col(duringPurge)];
     table(

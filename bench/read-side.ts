@@ -37,9 +37,11 @@ import { readSideConfig } from "@/lib/records/config";
 import { stuckAndPending } from "@/lib/records/queue";
 import { searchRecords, type SearchInput } from "@/lib/records/search";
 import { renderMetrics } from "@/lib/stats/metrics";
-import { inSnapshot, overviewSql, overviewStats, recordTotalsSql, seriesStep, statusCountsSql, type OverviewInput } from "@/lib/stats/overview";
-import { recordCensusSql } from "@/lib/stats/census";
-import { countEvents, eventCountsSql, refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
+import { inSnapshot, overviewReads, overviewStats, seriesStep, type OverviewInput } from "@/lib/stats/overview";
+import { countEvents, refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
+import { recordCensusSql } from "@/lib/stats/census-store.postgres";
+import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
+import { overviewSql, recordTotalsSql, statusCountsSql } from "@/lib/stats/store.postgres";
 
 interface Args {
   records: number;
@@ -56,7 +58,15 @@ const USAGE =
   "usage: npm run bench:read -- [--records N (default 10000000)] [--events-per-record N (3)] [--fill-concurrency N] [--runs N (3)] [--seed N] [--rollup-batch N (500000)] [--keep]";
 
 function parseArgs(argv: string[]): Args {
-  const defaults: Args = { records: 10_000_000, eventsPerRecord: 3, fillConcurrency: Math.min(4, availableParallelism()), runs: 3, seed: 1, rollupBatch: 500_000, keep: false };
+  const defaults: Args = {
+    records: 10_000_000,
+    eventsPerRecord: 3,
+    fillConcurrency: Math.min(4, availableParallelism()),
+    runs: 3,
+    seed: 1,
+    rollupBatch: 500_000,
+    keep: false,
+  };
   const numeric: Record<string, keyof Args> = {
     "--records": "records",
     "--events-per-record": "eventsPerRecord",
@@ -201,7 +211,7 @@ async function overviewBench(db: Database, args: Args) {
 
   for (const [label, input] of [cases[0], cases[2], cases[3]]) {
     console.log(`\n  breakdown, ${label} (EXPLAIN ANALYZE of each statement overviewStats runs; rows = rows returned by scan nodes)`);
-    const parts = overviewSql(input, now, readSideConfig().stuck);
+    const parts = overviewSql(overviewReads(input, now, readSideConfig().stuck));
     const out: string[][] = [];
     let total = 0;
     for (const [name, q] of Object.entries(parts)) {
@@ -212,7 +222,12 @@ async function overviewBench(db: Database, args: Args) {
     out.push(["(sum)", ms(total), "", ""]);
     // The same series from the minute tier alone (what the overview read before the coarse tiers).
     const minutes = await db.withSession((s) => explain(s, eventCountsSql(input, { stepSeconds: seriesStep(input.from, input.to).seconds, grains: [60] })));
-    out.push(["series, minute tier only", ms(minutes.ms), fmt(minutes.rowsRead), minutes.scans.length > 110 ? `${minutes.scans.slice(0, 107)}…` : minutes.scans]);
+    out.push([
+      "series, minute tier only",
+      ms(minutes.ms),
+      fmt(minutes.rowsRead),
+      minutes.scans.length > 110 ? `${minutes.scans.slice(0, 107)}…` : minutes.scans,
+    ]);
     table(["statement", "ms", "rows read", "scans (rows)"], out);
   }
 }
@@ -223,18 +238,30 @@ async function overviewBench(db: Database, args: Args) {
 async function recordCountsBench(db: Database, args: Args) {
   const now = new Date();
   const p = (text: string, values: unknown[] = []) => ({ text, values });
+  const totals = (operation?: string) => recordTotalsSql(overviewReads({ from: now, to: now, operation }, now, readSideConfig().stuck));
   const cases: [string, { text: string; values: unknown[] }][] = [
-    ["all records, expired, 7-day forecast: lib (census)", recordTotalsSql({}, now)],
+    ["all records, expired, 7-day forecast: lib (census)", totals()],
     ["  + by status: lib (3 ranges of the unsettled-status index)", statusCountsSql({})],
     ["by status: GROUP BY status (whole status index)", p(`SELECT status, count(*) FROM idempotency_records GROUP BY status`)],
-    ["all, expired, forecast, operation=capture_payment: lib (census)", recordTotalsSql({ operation: "capture_payment" }, now)],
+    ["all, expired, forecast, operation=capture_payment: lib (census)", totals("capture_payment")],
     ["  + by status, operation=capture_payment: lib", statusCountsSql({ operation: "capture_payment" })],
-    ["by status, operation=capture_payment: GROUP BY", p(`SELECT status, count(*) FROM idempotency_records WHERE operation = 'capture_payment' GROUP BY status`)],
+    [
+      "by status, operation=capture_payment: GROUP BY",
+      p(`SELECT status, count(*) FROM idempotency_records WHERE operation = 'capture_payment' GROUP BY status`),
+    ],
     ["expired not purged: lib (census)", recordCensusSql([{ name: "expired", from: null, to: now }])],
     ["expired not purged: GROUP BY operation", p(`SELECT operation, count(*) FROM idempotency_records WHERE expires_at < $1 GROUP BY operation`, [now])],
-    ["7-day forecast: GROUP BY day", p(`SELECT floor(extract(epoch FROM expires_at - $1) / 86400), count(*) FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $1::timestamptz + interval '7 days' GROUP BY 1`, [now])],
+    [
+      "7-day forecast: GROUP BY day",
+      p(
+        `SELECT floor(extract(epoch FROM expires_at - $1) / 86400), count(*) FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $1::timestamptz + interval '7 days' GROUP BY 1`,
+        [now],
+      ),
+    ],
   ];
-  console.log(`\nrecord-side counts — the overview's exact counts vs the plain GROUP BY (median of ${args.runs}; rows = index entries read; each in a snapshot, as the overview runs them)`);
+  console.log(
+    `\nrecord-side counts — the overview's exact counts vs the plain GROUP BY (median of ${args.runs}; rows = index entries read; each in a snapshot, as the overview runs them)`,
+  );
   const rows: string[][] = [];
   for (const [label, q] of cases) {
     const run = await time(args.runs, () => db.withSession((s) => inSnapshot(s, true, () => s.query(q.text, q.values))));
@@ -372,16 +399,19 @@ async function main(): Promise<number> {
       let fill!: Awaited<ReturnType<typeof bulkGenerate>>;
       await withDeferredIndexes(db, ["idempotency_records", "idempotency_events"], async () => {
         fill = await bulkGenerate(db.sql, {
-        records: args.records,
-        eventsPerRecord: args.eventsPerRecord,
-        seed: args.seed,
-        concurrency: args.fillConcurrency,
-        onProgress: (p) => {
-          if (p.batch % 10 === 0 || p.batch === p.batches) console.log(`  batch ${p.batch}/${p.batches}: ${fmt(p.records)} records, ${fmt(p.events)} events, ${(p.elapsedMs / 1000).toFixed(1)} s`);
-        },
+          records: args.records,
+          eventsPerRecord: args.eventsPerRecord,
+          seed: args.seed,
+          concurrency: args.fillConcurrency,
+          onProgress: (p) => {
+            if (p.batch % 10 === 0 || p.batch === p.batches)
+              console.log(`  batch ${p.batch}/${p.batches}: ${fmt(p.records)} records, ${fmt(p.events)} events, ${(p.elapsedMs / 1000).toFixed(1)} s`);
+          },
+        });
       });
-      });
-      console.log(`loaded ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`);
+      console.log(
+        `loaded ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`,
+      );
     } else {
       console.log("\nthe database already holds records: measuring it as it is");
     }
@@ -389,9 +419,18 @@ async function main(): Promise<number> {
     // Big batches for the initial load: bulk events span the whole history, so each batch
     // touches every day/hour bucket again (the background refresher's 50,000 suits live traffic).
     const rolled = await db.withSession((s) => refreshRollups(s, { batchSize: args.rollupBatch }));
-    console.log(`refreshRollups: ${fmt(rolled.eventsCounted)} events rolled up (and their records counted into the census) in ${((performance.now() - t) / 1000).toFixed(1)} s (${rolled.batches} batches)`);
+    console.log(
+      `refreshRollups: ${fmt(rolled.eventsCounted)} events rolled up (and their records counted into the census) in ${((performance.now() - t) / 1000).toFixed(1)} s (${rolled.batches} batches)`,
+    );
     t = performance.now();
-    const checkpoint = await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "event_rollups", "event_rollup_tiers", "record_census"]);
+    const checkpoint = await settle(db, [
+      "idempotency_records",
+      "idempotency_events",
+      "reconciliation_items",
+      "event_rollups",
+      "event_rollup_tiers",
+      "record_census",
+    ]);
     const [size] = await db.sql.query<{ db: string; records: bigint; events: bigint }>(
       `SELECT pg_size_pretty(pg_database_size(current_database())) AS db,
               (SELECT count(*) FROM idempotency_records)::bigint AS records,
@@ -405,7 +444,9 @@ async function main(): Promise<number> {
     console.log(`rows: ${fmt(Number(size.records))} records, ${fmt(Number(size.events))} events; rollup rows per tier (operation × scope × kind per bucket):`);
     for (const r of tiers) {
       const name = { 60: "minute", 900: "15 minutes", 3600: "hour", 86400: "day" }[r.grain] ?? `${r.grain} s`;
-      console.log(`  ${name.padEnd(10)} ${fmt(Number(r.rows)).padStart(11)} rows, ${(Number(size.events) / Math.max(1, Number(r.rows))).toFixed(1)} events per row`);
+      console.log(
+        `  ${name.padEnd(10)} ${fmt(Number(r.rows)).padStart(11)} rows, ${(Number(size.events) / Math.max(1, Number(r.rows))).toFixed(1)} events per row`,
+      );
     }
 
     // The census check operators run from cron (npm run stats -- verify): O(records), off the overview's path.

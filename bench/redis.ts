@@ -25,17 +25,8 @@ import { parseRedisConfig } from "@/lib/redis/config";
 import { takeCensus } from "@/lib/redis/census";
 import { fmt, parseBenchArgs, runBench, table } from "./common";
 
-interface Args {
-  keys: number;
-  db: number;
-  scanCount: number;
-  writers: number;
-  windowMs: number;
-  pauseMs: number;
-  keep: boolean;
-}
-
-const USAGE = "usage: npm run bench:redis -- [--keys N (1000000)] [--db N (15)] [--scan-count N (100)] [--pause-ms N (2)] [--writers N (4)] [--window-ms N (1000)] [--keep]";
+const USAGE =
+  "usage: npm run bench:redis -- [--keys N (1000000)] [--db N (15)] [--scan-count N (100)] [--pause-ms N (2)] [--writers N (4)] [--window-ms N (1000)] [--keep]";
 
 /** The writer process: lanes of the seed's two commands on fresh keys; prints [start time, latency] pairs (ms) when told to stop. */
 const WRITER = `
@@ -82,7 +73,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs the writer process around `during`; returns its samples as [start, latency] pairs. */
 async function withWriter(url: string, lanes: number, prefix: string, during: () => Promise<void>): Promise<[number, number][]> {
-  const child = spawn(process.execPath, ["--input-type=module", "-e", WRITER, url, String(lanes), prefix], { stdio: ["pipe", "pipe", "inherit"], cwd: process.cwd() });
+  const child = spawn(process.execPath, ["--input-type=module", "-e", WRITER, url, String(lanes), prefix], {
+    stdio: ["pipe", "pipe", "inherit"],
+    cwd: process.cwd(),
+  });
   let out = "";
   child.stdout.setEncoding("utf8");
   const ready = new Promise<void>((resolve) => {
@@ -120,11 +114,17 @@ async function fill(r: Redis, keys: number): Promise<number> {
     for (let i = from; i < Math.min(keys, from + batch); i++) {
       const k = `idempotency:${i.toString(36).padStart(6, "0")}-${(i * 2654435761) % 1e9}`;
       const kind = i % 100;
-      if (kind === 0) p.set(k, "processing", "EX", 86400 - 3600); // crashed an hour ago: wedged
+      if (kind === 0)
+        p.set(k, "processing", "EX", 86400 - 3600); // crashed an hour ago: wedged
       else if (kind < 5) p.set(k, "processing", "EX", 86400 - (i % 60));
       else {
         const status = kind < 90 ? 201 : kind < 98 ? 402 : 503;
-        p.set(k, JSON.stringify({ status, body: { id: `ch_${i}`, amount: 1000 + (i % 5000), currency: "EUR", customer: `cus_${i % 50_000}` } }), "EX", 3600 + (i % 82_800));
+        p.set(
+          k,
+          JSON.stringify({ status, body: { id: `ch_${i}`, amount: 1000 + (i % 5000), currency: "EUR", customer: `cus_${i % 50_000}` } }),
+          "EX",
+          3600 + (i % 82_800),
+        );
       }
       if (i % 20 === 0) p.hset(`session:${i}`, { user: String(i), csrf: "x".repeat(32) });
     }
@@ -151,14 +151,20 @@ async function rawScan(r: Redis, pattern: string, count: number, read: boolean):
 }
 
 async function main(): Promise<number> {
-  const args = parseBenchArgs(process.argv.slice(2), { keys: 1_000_000, db: 15, scanCount: 100, writers: 4, windowMs: 1000, pauseMs: 2, keep: false }, {
-    "--pause-ms": "pauseMs",
-    "--keys": "keys",
-    "--db": "db",
-    "--scan-count": "scanCount",
-    "--writers": "writers",
-    "--window-ms": "windowMs",
-  }, USAGE, ["db", "pauseMs"]);
+  const args = parseBenchArgs(
+    process.argv.slice(2),
+    { keys: 1_000_000, db: 15, scanCount: 100, writers: 4, windowMs: 1000, pauseMs: 2, keep: false },
+    {
+      "--pause-ms": "pauseMs",
+      "--keys": "keys",
+      "--db": "db",
+      "--scan-count": "scanCount",
+      "--writers": "writers",
+      "--window-ms": "windowMs",
+    },
+    USAGE,
+    ["db", "pauseMs"],
+  );
   const base = new URL(process.env.REDIS_BENCH_URL || "redis://127.0.0.1:6379");
   base.pathname = `/${args.db}`;
   const url = base.toString();
@@ -170,7 +176,9 @@ async function main(): Promise<number> {
     const fillMs = await fill(r, args.keys);
     const dbsize = await r.dbsize();
     const memory = /used_memory_human:(\S+)/.exec(await r.info("memory"))?.[1];
-    console.log(`filled ${fmt(args.keys)} idempotency keys + ${fmt(dbsize - args.keys)} sessions in ${(fillMs / 1000).toFixed(1)} s (${fmt((args.keys / fillMs) * 1000)} keys/s), used_memory ${memory}\n`);
+    console.log(
+      `filled ${fmt(args.keys)} idempotency keys + ${fmt(dbsize - args.keys)} sessions in ${(fillMs / 1000).toFixed(1)} s (${fmt((args.keys / fillMs) * 1000)} keys/s), used_memory ${memory}\n`,
+    );
 
     const store = parseRedisConfig({ REDIS_URL: url }).stores[0];
     // Census and idle windows alternate (--window-ms each) while the writer runs: both see the
@@ -213,8 +221,24 @@ async function main(): Promise<number> {
       ["writer's commands", "commands", "p50 ms", "p99 ms", "max ms", "p50 ×idle", "p99 ×idle"],
       [
         ["idle windows (floor)", fmt(idle.ops), ms(idle.p50), ms(idle.p99), ms(idle.max), "1.00", "1.00"],
-        [`census windows (COUNT ${args.scanCount}, pause ${args.pauseMs} ms)`, fmt(during.ops), ms(during.p50), ms(during.p99), ms(during.max), (during.p50 / idle.p50).toFixed(2), (during.p99 / idle.p99).toFixed(2)],
-        [`during one KEYS idempotency:* (never used; ${ms(keysWindow[0][1] - keysWindow[0][0])} ms)`, fmt(duringKeys.ops), ms(duringKeys.p50), ms(duringKeys.p99), ms(duringKeys.max), (duringKeys.p50 / idle.p50).toFixed(2), (duringKeys.p99 / idle.p99).toFixed(2)],
+        [
+          `census windows (COUNT ${args.scanCount}, pause ${args.pauseMs} ms)`,
+          fmt(during.ops),
+          ms(during.p50),
+          ms(during.p99),
+          ms(during.max),
+          (during.p50 / idle.p50).toFixed(2),
+          (during.p99 / idle.p99).toFixed(2),
+        ],
+        [
+          `during one KEYS idempotency:* (never used; ${ms(keysWindow[0][1] - keysWindow[0][0])} ms)`,
+          fmt(duringKeys.ops),
+          ms(duringKeys.p50),
+          ms(duringKeys.p99),
+          ms(duringKeys.max),
+          (duringKeys.p50 / idle.p50).toFixed(2),
+          (duringKeys.p99 / idle.p99).toFixed(2),
+        ],
       ],
     );
 
@@ -225,7 +249,12 @@ async function main(): Promise<number> {
     table(
       ["scan", "keys", "seconds", "keys/s"],
       [
-        [`census (SCAN + GET/PTTL pipeline + decode + tally, pause ${args.pauseMs} ms)`, fmt(timed.scanned), (timed.durationMs / 1000).toFixed(2), fmt(timed.keysPerSecond)],
+        [
+          `census (SCAN + GET/PTTL pipeline + decode + tally, pause ${args.pauseMs} ms)`,
+          fmt(timed.scanned),
+          (timed.durationMs / 1000).toFixed(2),
+          fmt(timed.keysPerSecond),
+        ],
         ["raw: SCAN + GET/PTTL pipeline", fmt(reads.keys), (reads.ms / 1000).toFixed(2), fmt((reads.keys / reads.ms) * 1000)],
         ["raw floor: SCAN only", fmt(bare.keys), (bare.ms / 1000).toFixed(2), fmt((bare.keys / bare.ms) * 1000)],
       ],

@@ -1,13 +1,21 @@
 "use client";
 
+import { keepPreviousData, useInfiniteQuery, useMutation } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { useCallback, useEffect, useState, type FormEvent } from "react";
+import { useMemo, useState, type FormEvent } from "react";
+import type { Jsonified } from "@/lib/api/json";
+import type { ChainVerification } from "@/lib/audit";
 import type { AuditEntryJson, AuditFilterKey, AuditFilterValues } from "@/lib/audit/query";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
+import { queryKeys } from "@/components/client/query-keys";
 import { InstantInput, When } from "@/components/time/When";
 import { ScrollBox } from "@/components/ScrollBox";
 
-type ChainBreak = { id: string; problem: string; detail?: string };
-type ChainResult = { intact: boolean; checked: number; unkeyed: number; anchorsChecked: number; breaks: ChainBreak[]; breakCount: number; lastId: string | null; lastHash: string };
+/** GET /api/v1/audit/verify as the browser receives it (the server's type). */
+type ChainResult = Jsonified<ChainVerification>;
+/** GET /api/v1/audit: one page of entries, newest first. */
+type AuditPage = { entries: AuditEntryJson[]; nextCursor: string | null };
+type ChainState = { state: "idle" | "checking" } | { state: "done"; result: ChainResult } | { state: "error"; message: string };
 
 const PROBLEM_LABELS: Record<string, string> = {
   hash_mismatch: "altered (hash mismatch)",
@@ -41,18 +49,6 @@ function queryString(filters: AuditFilterValues, extra: Record<string, string> =
   return params.toString();
 }
 
-/** A readable message from an RFC 9457 problem, or from whatever else came back. */
-async function failure(res: Response): Promise<string> {
-  try {
-    const problem = await res.json();
-    if (problem && typeof problem.detail === "string") return problem.detail;
-    if (problem && typeof problem.title === "string") return problem.title;
-  } catch {
-    /* not JSON */
-  }
-  return `The server answered ${res.status} ${res.statusText}`.trim();
-}
-
 // The time inputs show and take UTC (the URL keeps ISO 8601 with Z, so shared links mean the same everywhere).
 
 function compact(value: unknown, max = 60): string {
@@ -68,14 +64,14 @@ function isObject(v: unknown): v is Record<string, unknown> {
 function changeSummary(e: AuditEntryJson): string {
   const { before, after, detail } = e;
   if (isObject(before) && isObject(after)) {
-    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter(
-      (k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]),
-    );
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]));
     if (keys.length === 0) return "no field changed";
-    return keys
-      .slice(0, 3)
-      .map((k) => `${k}: ${compact(before[k] ?? null, 24)} → ${compact(after[k] ?? null, 24)}`)
-      .join("; ") + (keys.length > 3 ? ` (+${keys.length - 3} more)` : "");
+    return (
+      keys
+        .slice(0, 3)
+        .map((k) => `${k}: ${compact(before[k] ?? null, 24)} → ${compact(after[k] ?? null, 24)}`)
+        .join("; ") + (keys.length > 3 ? ` (+${keys.length - 3} more)` : "")
+    );
   }
   if (after != null && before == null) return `created ${compact(after)}`;
   if (before != null && after == null) return `removed ${compact(before)}`;
@@ -107,41 +103,41 @@ function EntryChanges({ entry }: { entry: AuditEntryJson }) {
 export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; canExport: boolean }) {
   const router = useRouter();
   const [form, setForm] = useState<AuditFilterValues>(filters);
-  const [entries, setEntries] = useState<AuditEntryJson[]>([]);
-  const [nextCursor, setNextCursor] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState<string | null>(null);
   const [anchor, setAnchor] = useState("");
-  const [chain, setChain] = useState<{ state: "idle" | "checking" } | { state: "done"; result: ChainResult } | { state: "error"; message: string }>({
-    state: "idle",
-  });
+  const [anchorError, setAnchorError] = useState<string | null>(null);
   const filterQuery = queryString(filters);
 
-  const load = useCallback(
-    async (cursor: string | null) => {
-      setLoading(true);
-      setError(null);
-      try {
-        const params = new URLSearchParams(filterQuery);
-        if (cursor) params.set("cursor", cursor);
-        const qs = params.toString();
-        const res = await fetch(`/api/v1/audit${qs ? `?${qs}` : ""}`, { credentials: "same-origin", cache: "no-store" });
-        if (!res.ok) throw new Error(await failure(res));
-        const page = (await res.json()) as { entries: AuditEntryJson[]; nextCursor: string | null };
-        setEntries((prev) => (cursor ? [...prev, ...page.entries] : page.entries));
-        setNextCursor(page.nextCursor);
-      } catch (err) {
-        setError(err instanceof Error ? err.message : String(err));
-      } finally {
-        setLoading(false);
-      }
+  const pages = useInfiniteQuery({
+    queryKey: queryKeys.audit.list({ filters: filterQuery }),
+    queryFn: ({ pageParam }) => {
+      const qs = queryString(filters, pageParam ? { cursor: pageParam } : {});
+      return apiFetch<AuditPage>(`/api/v1/audit${qs ? `?${qs}` : ""}`);
     },
-    [filterQuery],
-  );
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.nextCursor ?? undefined,
+    placeholderData: keepPreviousData,
+    // The evidence: read afresh whenever the page is shown (a cached page could miss an action just taken).
+    staleTime: 0,
+    retry: retryUnlessClientError,
+  });
+  const entries = useMemo(() => pages.data?.pages.flatMap((p) => p.entries) ?? [], [pages.data]);
+  const loading = pages.isFetching;
+  const hasMore = pages.hasNextPage;
+  const error = pages.error?.message ?? null;
 
-  useEffect(() => {
-    void load(null);
-  }, [load]);
+  // On demand (it walks the whole chain): run when asked, never cached or refetched by itself.
+  const verification = useMutation({
+    mutationFn: (query: string) => apiFetch<ChainResult>(`/api/v1/audit/verify${query ? `?${query}` : ""}`),
+  });
+  const chain: ChainState = anchorError
+    ? { state: "error", message: anchorError }
+    : verification.isPending
+      ? { state: "checking" }
+      : verification.isError
+        ? { state: "error", message: verification.error.message }
+        : verification.isSuccess
+          ? { state: "done", result: verification.data }
+          : { state: "idle" };
 
   function apply(e: FormEvent) {
     e.preventDefault();
@@ -149,20 +145,15 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
     router.push(`/audit${qs ? `?${qs}` : ""}`);
   }
 
-  async function verify() {
+  function verify() {
     const q = anchorQuery(anchor);
     if (q === null) {
-      setChain({ state: "error", message: "The anchor is not one: paste one line `audit anchor {…}` from the server's log or the anchor file." });
+      verification.reset();
+      setAnchorError("The anchor is not one: paste one line `audit anchor {…}` from the server's log or the anchor file.");
       return;
     }
-    setChain({ state: "checking" });
-    try {
-      const res = await fetch(`/api/v1/audit/verify${q ? `?${q}` : ""}`, { credentials: "same-origin", cache: "no-store" });
-      if (!res.ok) throw new Error(await failure(res));
-      setChain({ state: "done", result: (await res.json()) as ChainResult });
-    } catch (err) {
-      setChain({ state: "error", message: err instanceof Error ? err.message : String(err) });
-    }
+    setAnchorError(null);
+    verification.mutate(q);
   }
 
   const set = (key: AuditFilterKey) => (e: { target: { value: string } }) => setForm((f) => ({ ...f, [key]: e.target.value }));
@@ -217,7 +208,12 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
         <div>
           <label className="anchor-input">
             Published anchor <span className="subtle">(optional: a line from the log or the anchor file)</span>
-            <input data-testid="verify-anchor" value={anchor} onChange={(e) => setAnchor(e.target.value)} placeholder='{"type":"idempotency-console.audit-anchor","id":"…","hash":"…","count":…}' />
+            <input
+              data-testid="verify-anchor"
+              value={anchor}
+              onChange={(e) => setAnchor(e.target.value)}
+              placeholder='{"type":"idempotency-console.audit-anchor","id":"…","hash":"…","count":…}'
+            />
           </label>{" "}
           <button type="button" data-testid="verify-chain" onClick={verify} disabled={chain.state === "checking"}>
             Verify chain
@@ -305,8 +301,8 @@ export function AuditLog({ filters, canExport }: { filters: AuditFilterValues; c
       </ScrollBox>
       <div className="audit-more">
         {loading ? <span className="subtle">Loading…</span> : null}
-        {!loading && nextCursor ? (
-          <button type="button" data-testid="load-more" onClick={() => void load(nextCursor)}>
+        {!loading && hasMore ? (
+          <button type="button" data-testid="load-more" onClick={() => void pages.fetchNextPage()}>
             Load more
           </button>
         ) : null}

@@ -30,8 +30,8 @@ export async function Forbidden({ access }: { access: Access }) {
         ))}
       </ul>
       <p>
-        Roles are not cumulative: each grants its own list, so an admin is not an operator. Ask an admin (Admin › Users) to add the role
-        to your account. <a href="/">Back to the overview</a>
+        Roles are not cumulative: each grants its own list, so an admin is not an operator. Ask an admin (Admin › Users) to add the role to your account.{" "}
+        <a href="/">Back to the overview</a>
       </p>
     </div>
   );

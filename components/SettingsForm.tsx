@@ -31,9 +31,9 @@ export function SettingsForm({ timeZone, zones }: { timeZone: string; zones: str
     <form className="panel form-grid" onSubmit={submit} aria-labelledby="tz-title">
       <h2 id="tz-title">Time zone</h2>
       <p className="subtle">
-        Every time in the console is written as <code>YYYY-MM-DD hh:mm:ss</code> in this zone, with its offset and its age beside it
-        (&ldquo;<span suppressHydrationWarning>{formatInstant(now, zone)}</span> · just now&rdquo;); date inputs take times in it too. UTC is the default: a time you paste into a ticket
-        then means the same to everyone.
+        Every time in the console is written as <code>YYYY-MM-DD hh:mm:ss</code> in this zone, with its offset and its age beside it (&ldquo;
+        <span suppressHydrationWarning>{formatInstant(now, zone)}</span> · just now&rdquo;); date inputs take times in it too. UTC is the default: a time you
+        paste into a ticket then means the same to everyone.
       </p>
       <label>
         Time zone

@@ -19,8 +19,7 @@ const IN_LISTS: [string, string][] = [
   ["Esc", "close a menu or dialog"],
 ];
 
-const typing = (t: EventTarget | null) =>
-  t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+const typing = (t: EventTarget | null) => t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
 
 /**
  * Keyboard shortcuts for the whole console: "?" lists them, "/" puts the cursor in the
@@ -42,7 +41,9 @@ export function Shortcuts({ goTo }: { goTo: GoTo[] }) {
         return;
       }
       if (e.key === "/") {
-        const field = document.querySelector<HTMLElement>('main input[type="search"], main input[type="text"]:not([disabled]), main input:not([type]):not([disabled])');
+        const field = document.querySelector<HTMLElement>(
+          'main input[type="search"], main input[type="text"]:not([disabled]), main input:not([type]):not([disabled])',
+        );
         if (field) {
           e.preventDefault();
           field.focus();
@@ -75,7 +76,14 @@ export function Shortcuts({ goTo }: { goTo: GoTo[] }) {
 
   return (
     <>
-      <button type="button" className="shortcuts-button" aria-keyshortcuts="?" title="Keyboard shortcuts (?)" onClick={() => setOpen(true)} data-testid="shortcuts-button">
+      <button
+        type="button"
+        className="shortcuts-button"
+        aria-keyshortcuts="?"
+        title="Keyboard shortcuts (?)"
+        onClick={() => setOpen(true)}
+        data-testid="shortcuts-button"
+      >
         <span aria-hidden>?</span>
         <span className="visually-hidden">Keyboard shortcuts</span>
       </button>

@@ -1,6 +1,7 @@
 "use client";
 
 import { useEffect, useState } from "react";
+import { apiFetch } from "@/components/client/api";
 
 /**
  * Ends the session: DELETE /api/v1/session ends it in the database (a copy of the
@@ -21,9 +22,10 @@ export function SignOutButton() {
         setPending(true);
         let target = "/login";
         try {
-          const res = await fetch("/api/v1/session", { method: "DELETE", credentials: "same-origin", cache: "no-store" });
-          const body = (await res.json().catch(() => null)) as { redirectTo?: unknown } | null;
-          if (res.ok && typeof body?.redirectTo === "string") target = body.redirectTo;
+          const body = await apiFetch<{ redirectTo?: unknown } | null>("/api/v1/session", { method: "DELETE" });
+          if (typeof body?.redirectTo === "string") target = body.redirectTo;
+        } catch {
+          // Refused or unreachable: the login page all the same.
         } finally {
           window.location.assign(target);
         }

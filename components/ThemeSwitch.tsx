@@ -1,9 +1,7 @@
 "use client";
 
 import { useState } from "react";
-
-export type ThemeChoice = "auto" | "light" | "dark";
-export const THEME_COOKIE = "ic-theme";
+import { THEME_COOKIE, type ThemeChoice } from "./theme";
 
 /**
  * Light or dark by hand, beside the automatic choice (the system's setting). Kept in a

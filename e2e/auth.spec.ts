@@ -4,7 +4,20 @@ import { credentialFor, credentials, signInAs, submitLogin, type Role } from "./
 import { e2eDatabaseUrl } from "./support/env";
 
 /** What each role sees in the top bar (the permissions table decides; see lib/auth/permissions.ts). */
-const READ = ["Overview", "Stuck & pending", "Search", "Duplicates", "Compensations", "Conflicts", "Expiry", "Retention & purges", "Redis keys"];
+const READ = [
+  "Overview",
+  "Stuck & pending",
+  "Search",
+  "Duplicates",
+  "Compensations",
+  "Alerts",
+  "Retention advisor",
+  "Key quality",
+  "Conflicts",
+  "Expiry",
+  "Retention & purges",
+  "Redis keys",
+];
 const NAV: Record<Role, string[]> = {
   viewer: [...READ, "API tokens", "API reference"],
   support: [...READ, "Audit", "API tokens", "API reference"],
@@ -182,7 +195,7 @@ test("sign-ins and sign-outs are in the audit trail, with the client address and
   test.skip(testInfo.project.metadata.mode !== "postgres", "reads the database directly, which only the Postgres server allows");
   const me = await signInAs(page, testInfo, "operator");
   await signOut(page);
-  const client = new pg.Client({ connectionString: e2eDatabaseUrl() });
+  const client = new pg.Client({ connectionString: e2eDatabaseUrl("postgres") });
   await client.connect();
   try {
     const { rows } = await client.query<{ action: string; outcome: string; ip: string | null; user_agent: string | null }>(

@@ -39,7 +39,10 @@ async function rawSignIn(baseURL: string, from: string, email: string, password:
       req.end(body ?? undefined);
     });
   const csrf = await send("GET", "/api/auth/csrf", null, headers);
-  const cookies = ([] as string[]).concat(csrf.headers["set-cookie"] ?? []).map((c) => c.split(";")[0]).join("; ");
+  const cookies = ([] as string[])
+    .concat(csrf.headers["set-cookie"] ?? [])
+    .map((c) => c.split(";")[0])
+    .join("; ");
   const form = new URLSearchParams({ csrfToken: JSON.parse(csrf.body).csrfToken, email, password, json: "true", callbackUrl: "/" }).toString();
   const answer = await send("POST", "/api/auth/callback/credentials", form, {
     ...headers,
@@ -66,7 +69,9 @@ test("the per-address sign-in limit holds with a spoofed X-Forwarded-For; the au
     expect(await rawSignIn(baseURL!, from, `spray-${i}-${Date.now()}@example.test`, "wrong password, wrong account")).toBe("CredentialsSignin");
   }
   // The right password, claiming to come from elsewhere: still this address, still throttled.
-  expect(await rawSignIn(baseURL!, from, viewer.email, viewer.password, { "x-forwarded-for": "9.9.9.9", "x-real-ip": "9.9.9.9" })).toMatch(/^TooManyAttempts:\d+$/);
+  expect(await rawSignIn(baseURL!, from, viewer.email, viewer.password, { "x-forwarded-for": "9.9.9.9", "x-real-ip": "9.9.9.9" })).toMatch(
+    /^TooManyAttempts:\d+$/,
+  );
   expect(await rawSignIn(baseURL!, from, viewer.email, viewer.password, { "x-console-peer-address": "9.9.9.9" })).toMatch(/^TooManyAttempts:/);
   // Another address is not throttled.
   const elsewhere = from.replace(/\d+$/, (n) => String(Number(n) + 1));

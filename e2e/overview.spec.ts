@@ -1,7 +1,6 @@
 import { expect, test } from "@playwright/test";
-import pg from "pg";
 import { signInAs } from "./support/auth";
-import { e2eDatabaseUrl } from "./support/env";
+import { serviceDatabase } from "./support/service-db";
 
 const STATUSES = ["processing", "pending", "completed", "failed"] as const;
 
@@ -33,12 +32,11 @@ test("overview shows live counts by status from the database", async ({ page }, 
 });
 
 test("a record written by a service appears after refresh", async ({ page }, testInfo) => {
-  test.skip(testInfo.project.metadata.mode !== "postgres", "only the Postgres server can be written from outside its process");
-  const client = new pg.Client({ connectionString: e2eDatabaseUrl() });
-  await client.connect();
+  test.skip(testInfo.project.metadata.mode === "embedded", "only a database server can be written from outside its process");
+  const client = await serviceDatabase(testInfo);
   try {
     const sqlCounts = async () => {
-      const { rows } = await client.query<{ status: string; n: string }>(`SELECT status, count(*) AS n FROM idempotency_records GROUP BY status`);
+      const rows = await client.query<{ status: string; n: string | bigint }>(`SELECT status, count(*) AS n FROM idempotency_records GROUP BY status`);
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
     };
     await signInAs(page, testInfo, "viewer");
@@ -47,14 +45,18 @@ test("a record written by a service appears after refresh", async ({ page }, tes
     for (const s of STATUSES) expect(await cardValue(page, `count-${s}`)).toBe(before[s] ?? 0);
 
     await client.query(
-      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+      {
+        postgres: `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
        VALUES ('tenant:e2e', 'capture_payment', $1, repeat('ab', 32), 'processing', now() + interval '1 day')`,
+        mysql: `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+       VALUES ('tenant:e2e', 'capture_payment', ?, REPEAT('ab', 32), 'processing', UTC_TIMESTAMP(6) + INTERVAL 1 DAY)`,
+      },
       [`e2e-${Date.now()}`],
     );
     await page.getByRole("button", { name: "Refresh now" }).click();
     await expect.poll(() => cardValue(page, "count-processing")).toBe((before.processing ?? 0) + 1);
   } finally {
-    await client.end();
+    await client.close();
   }
 });
 

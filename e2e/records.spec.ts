@@ -1,7 +1,6 @@
 import { expect, test, type Page } from "@playwright/test";
-import pg from "pg";
 import { signInAs } from "./support/auth";
-import { e2eDatabaseUrl } from "./support/env";
+import { serviceDatabase } from "./support/service-db";
 
 /**
  * Record search, record detail (masked response, audited reveal), saved views and the
@@ -16,17 +15,26 @@ interface RecordRow {
   scope: string;
 }
 
-/** A completed capture from the demo data (it has a stored JSON response), via the read API. */
+/**
+ * The insights' planted counter client (lib/demo/insight-cases.ts): its captures are the newest
+ * of a small demo database and store only an id and a status.
+ */
+const COUNTER_SCOPE = "tenant:vandelay";
+
+/** A completed capture from the demo traffic (it has a stored JSON response), via the read API. */
 async function demoCapture(page: Page): Promise<RecordRow> {
   const res = await page.request.get("/api/v1/records?status=completed&limit=200");
   expect(res.status()).toBe(200);
   const { items } = (await res.json()) as { items: RecordRow[] };
-  const capture = items.find((r) => r.operation === "capture_payment");
+  const capture = items.find((r) => r.operation === "capture_payment" && r.scope !== COUNTER_SCOPE);
   expect(capture, "the demo data has completed captures").toBeTruthy();
   return capture!;
 }
 
-test("support: searches a key prefix, opens the record, sees the masked response, reveals it with a reason, and the reveal is audited", async ({ page, browser }, testInfo) => {
+test("support: searches a key prefix, opens the record, sees the masked response, reveals it with a reason, and the reveal is audited", async ({
+  page,
+  browser,
+}, testInfo) => {
   const support = await signInAs(page, testInfo, "support", "/records");
   await expect(page.getByRole("heading", { name: "Search records" })).toBeVisible();
   const target = await demoCapture(page);
@@ -181,26 +189,32 @@ test("viewer: saves the current filters as a view, re-applies it from another pa
 });
 
 test("support: a planted record's sensitive fields are masked and highlighted; revealing shows them", async ({ page }, testInfo) => {
-  test.skip(testInfo.project.metadata.mode !== "postgres", "only the Postgres server can be written from outside its process");
-  const client = new pg.Client({ connectionString: e2eDatabaseUrl() });
-  await client.connect();
+  test.skip(testInfo.project.metadata.mode === "embedded", "only a database server can be written from outside its process");
+  const client = await serviceDatabase(testInfo);
   const key = `e2e-sensitive-${Date.now()}`;
   let id: string;
   try {
-    const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body,
+    id = await client.insert(
+      {
+        postgres: `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body,
                                         amount_minor, currency, provider, provider_reference, expires_at)
        VALUES ('tenant:e2e', 'capture_payment', $1, repeat('a', 64), 'completed', 201, $2::jsonb, $3, 4200, 'EUR', 'mockpay', 'ch_e2e', now() + interval '1 day')
        RETURNING id::text`,
+        mysql: `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body,
+                                        amount_minor, currency, provider, provider_reference, expires_at)
+       VALUES ('tenant:e2e', 'capture_payment', ?, REPEAT('a', 64), 'completed', 201, ?, ?, 4200, 'EUR', 'mockpay', 'ch_e2e', UTC_TIMESTAMP(6) + INTERVAL 1 DAY)`,
+      },
       [
         key,
-        JSON.stringify([["Content-Type", "application/json"], ["Set-Cookie", "sid=s3cr3t-session; Path=/"]]),
+        JSON.stringify([
+          ["Content-Type", "application/json"],
+          ["Set-Cookie", "sid=s3cr3t-session; Path=/"],
+        ]),
         JSON.stringify({ id: "pay_e2e", card: { number: "4111111111111111", cvc: "737" }, customer: { email: "jane.doe@example.com" } }),
       ],
     );
-    id = rows[0].id;
   } finally {
-    await client.end();
+    await client.close();
   }
   await signInAs(page, testInfo, "support", `/records/${id}`);
   const masked = page.getByTestId("masked-body");

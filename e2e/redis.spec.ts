@@ -1,7 +1,7 @@
 import { expect, test, type Page } from "@playwright/test";
 import { Redis } from "ioredis";
 import { signInAs } from "./support/auth";
-import { e2eRedisUrl } from "./support/env";
+import { e2eRedisUrl, type E2eMode } from "./support/env";
 
 /**
  * The Redis keys screen against the server's key store (REDIS_URL, a database of its
@@ -12,8 +12,13 @@ import { e2eRedisUrl } from "./support/env";
 
 let redis: Redis | null = null;
 
+// eslint-disable-next-line no-empty-pattern -- Playwright wants the fixtures argument destructured
 test.beforeAll(async ({}, testInfo) => {
-  const client = new Redis(e2eRedisUrl(testInfo.project.metadata.mode as "embedded" | "postgres"), { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis(e2eRedisUrl(testInfo.project.metadata.mode as E2eMode), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   client.on("error", () => {});
   try {
     await client.connect();

@@ -10,7 +10,10 @@ import { signInAs } from "./support/auth";
 
 const numberIn = async (page: Page, testId: string) => Number((await page.getByTestId(testId).innerText()).replace(/[^\d]/g, ""));
 
-test("admin sets the policy; operator dry-runs, holds a record, purges with a typed confirmation and watches it complete", async ({ page, browser }, testInfo) => {
+test("admin sets the policy; operator dry-runs, holds a record, purges with a typed confirmation and watches it complete", async ({
+  page,
+  browser,
+}, testInfo) => {
   test.setTimeout(180_000);
 
   // --- The admin: the default policy keeps records 2 days after expiry, events 28 days.

@@ -57,7 +57,10 @@ async function main(): Promise<number> {
       return 0;
     }
     const anchors = [];
-    for (const source of (flags.get("anchor") ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+    for (const source of (flags.get("anchor") ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       try {
         anchors.push(...parseAnchors(await readSource(source)));
       } catch (err) {

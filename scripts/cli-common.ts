@@ -59,8 +59,8 @@ export async function openMigratedDatabase(): Promise<Database> {
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  if (config.mode === "postgres") {
-    console.error(`database: postgres ${redactUrl(config.url!)}`);
+  if (config.mode !== "embedded") {
+    console.error(`database: ${config.mode} ${redactUrl(config.url!)}`);
   } else {
     const dir = config.dataDir!;
     console.error(`database: embedded PGlite in ${dir}`);

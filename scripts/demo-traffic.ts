@@ -8,13 +8,19 @@
  * scenario the console shows: replays, conflicts, pending, stuck, double charges …).
  * With --bulk N: N records (+ events) generated set-based in SQL, for volume.
  *
- * Uses DATABASE_URL (Postgres) or the embedded PGlite directory, like the app.
- * The database must be migrated first (npm run db:migrate). Re-running with the
- * same seed adds only replay/in-progress/conflict events, never duplicate records;
- * use another --seed for more history.
+ * The requests come with the insights' planted cases (lib/demo/insight-cases.ts), as in the
+ * embedded demo.
+ *
+ * Uses DATABASE_URL (PostgreSQL, MySQL/MariaDB) or the embedded PGlite in PGLITE_DIR, like the
+ * app (stop the server first: one process per PGlite folder). The database must be migrated
+ * first (npm run db:migrate). Re-running with the same seed adds only
+ * replay/in-progress/conflict events, never duplicate records; use another --seed for more history.
  */
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { openDatabase, type Database } from "@/lib/db/client";
 import { databaseConfigFromEnv, redactUrl } from "@/lib/db/config";
+import { migrationStatus } from "@/lib/db/migrate";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { generateDemoTraffic } from "@/lib/demo/traffic";
 
@@ -50,19 +56,32 @@ function parseArgs(argv: string[]): Args {
   return args;
 }
 
-async function isMigrated(db: Database): Promise<boolean> {
-  const [row] = await db.sql.query<{ t: string | null }>(`SELECT to_regclass('idempotency_records')::text AS t`);
-  return Boolean(row?.t);
+/** Why the database cannot take the traffic yet (pending or edited migrations), or null. The migration runner reads its dialect's history. */
+async function notMigrated(db: Database): Promise<string | null> {
+  const status = await db.withSession((s) => migrationStatus(s));
+  if (status.state === "up_to_date") return null;
+  const pending = status.pending.length ? ` (pending: ${status.pending.join(", ")})` : "";
+  return `the database is not migrated: migrations are ${status.state}${pending}; run npm run db:migrate first`;
 }
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   const config = databaseConfigFromEnv();
-  console.log(`database: ${config.mode === "postgres" ? redactUrl(config.url!) : `embedded PGlite at ${config.dataDir}`}`);
+  if (config.mode !== "embedded") {
+    console.log(`database: ${config.mode} ${redactUrl(config.url!)}`);
+  } else {
+    console.log(`database: embedded PGlite in ${config.dataDir}`);
+    if (!existsSync(path.join(config.dataDir!, "PG_VERSION"))) {
+      console.error(`no embedded database in ${config.dataDir}: start the console once (npm start) or run npm run db:migrate first`);
+      return 1;
+    }
+    console.warn("warning: stop the console server first — PGlite does not lock its folder, two processes on it corrupt it");
+  }
   const db = await openDatabase(config);
   try {
-    if (!(await isMigrated(db))) {
-      console.error("table idempotency_records does not exist: run npm run db:migrate first");
+    const refusal = await notMigrated(db);
+    if (refusal) {
+      console.error(refusal);
       return 1;
     }
     if (args.bulk) {
@@ -74,7 +93,13 @@ async function main(): Promise<number> {
       });
       console.log(JSON.stringify(result, null, 2));
     } else {
-      const summary = await generateDemoTraffic(db, { seed: args.seed, days: args.days, requests: args.requests, log: (l) => console.log(l) });
+      const summary = await generateDemoTraffic(db, {
+        seed: args.seed,
+        days: args.days,
+        requests: args.requests,
+        insightCases: true,
+        log: (l) => console.log(l),
+      });
       console.log(JSON.stringify(summary, null, 2));
     }
     return 0;

@@ -1,8 +1,9 @@
 /**
- * npm run db:migrate            apply pending migrations (prisma/migrations) to the database in env
+ * npm run db:migrate            apply pending migrations to the database in env
  * npm run db:migrate -- --status print what is applied/pending; exit 0 only if up to date
  *
- * DATABASE_URL set → that Postgres; unset → embedded PGlite in PGLITE_DIR (.data/pglite).
+ * DATABASE_URL postgres:// → that PostgreSQL (prisma/migrations); mysql:// or mariadb:// → that
+ * MySQL/MariaDB (prisma/mysql/migrations, ADR 0012); unset → embedded PGlite in PGLITE_DIR (.data/pglite).
  */
 import { openDatabase } from "../lib/db/client";
 import { databaseConfigFromEnv, redactUrl } from "../lib/db/config";
@@ -22,8 +23,8 @@ function describe(s: MigrationStatus): string {
 async function main(): Promise<number> {
   const statusOnly = process.argv.includes("--status");
   const config = databaseConfigFromEnv();
-  if (config.mode === "postgres") {
-    console.log(`database: postgres ${redactUrl(config.url!)}`);
+  if (config.mode !== "embedded") {
+    console.log(`database: ${config.mode} ${redactUrl(config.url!)}`);
   } else {
     console.log(`database: embedded PGlite in ${config.dataDir}`);
     if (!statusOnly) {
@@ -40,9 +41,7 @@ async function main(): Promise<number> {
       }
       const { applied, status } = await migrate(session, { log: (line) => console.log(line) });
       if (applied.length === 0) console.log("no pending migrations");
-      console.log(
-        status.state === "up_to_date" ? `${status.applied.length} applied, database up to date` : describe(status),
-      );
+      console.log(status.state === "up_to_date" ? `${status.applied.length} applied, database up to date` : describe(status));
       return 0;
     });
   } catch (err) {

@@ -14,7 +14,7 @@
  * (at most --wait-seconds, default 600). Either way the work is resumable: kill it
  * at any point and --resume continues after the last committed batch.
  *
- * Uses DATABASE_URL (Postgres) or the embedded PGlite in PGLITE_DIR (stop the server
+ * Uses DATABASE_URL (PostgreSQL, MySQL/MariaDB) or the embedded PGlite in PGLITE_DIR (stop the server
  * first: one process per PGlite folder). Audited as the system actor
  * "cli purge (user@host)". Exit 0 when the run completed or was cancelled, 1 when it
  * failed or was refused, 130 after Ctrl-C (the run stays resumable).
@@ -79,7 +79,11 @@ async function work(db: Awaited<ReturnType<typeof openMigratedDatabase>>, runId:
 }
 
 async function main(): Promise<number> {
-  const flags = parseFlags(process.argv.slice(2), ["reason", "batch-size", "pause-ms", "confirm", "wait-seconds"], ["start", "resume", "dry-run", "status", "help"]);
+  const flags = parseFlags(
+    process.argv.slice(2),
+    ["reason", "batch-size", "pause-ms", "confirm", "wait-seconds"],
+    ["start", "resume", "dry-run", "status", "help"],
+  );
   if (flags.has("help")) {
     console.log(USAGE);
     return 0;
@@ -106,7 +110,9 @@ async function main(): Promise<number> {
         })
       : null;
   if (parsed && !parsed.success) {
-    throw new UsageError(`invalid input:\n${describeIssues(parsed.error.issues, { reason: "--reason", batchSize: "--batch-size", pauseMs: "--pause-ms", confirm: "--confirm" })}`);
+    throw new UsageError(
+      `invalid input:\n${describeIssues(parsed.error.issues, { reason: "--reason", batchSize: "--batch-size", pauseMs: "--pause-ms", confirm: "--confirm" })}`,
+    );
   }
   const waitSeconds = int("wait-seconds") ?? 600;
 
@@ -118,7 +124,11 @@ async function main(): Promise<number> {
       if (d.policies.length === 0) console.log("no retention policy: nothing is eligible");
       for (const p of d.policies) {
         const name = p.policy.operation ?? "(default)";
-        const kept = Object.entries(p.records.protected).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(", ") || "none";
+        const kept =
+          Object.entries(p.records.protected)
+            .filter(([, n]) => n > 0)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(", ") || "none";
         console.log(
           `${name}${p.policy.enabled ? "" : " [disabled]"}: keep records ${p.policy.keepRecordsDays} d after expiry, events ${p.policy.keepEventsDays} d — ` +
             `${p.records.eligible} records and ${p.events.eligible} events eligible; kept past the window: ${kept}`,
@@ -129,7 +139,9 @@ async function main(): Promise<number> {
     }
     if (mode === "status") {
       const { items, active } = await listRuns(db.prisma, { limit: 10 });
-      console.log(active ? `in progress: ${progress(active)} (worker ${active.worker}, lease until ${active.leaseUntil?.toISOString() ?? "—"})` : "no purge in progress");
+      console.log(
+        active ? `in progress: ${progress(active)} (worker ${active.worker}, lease until ${active.leaseUntil?.toISOString() ?? "—"})` : "no purge in progress",
+      );
       for (const r of items) console.log(`  ${progress(r)} — ${r.startedByLabel}: ${r.reason}`);
       return 0;
     }
@@ -160,7 +172,10 @@ async function main(): Promise<number> {
         console.error(`resuming ${progress(active)}`);
         return await work(db, id, workerId);
       }
-      if (Date.now() > deadline) throw new CliError(`run ${active.id} is still worked by ${active.worker} (lease until ${active.leaseUntil?.toISOString()}); gave up after ${waitSeconds} s`);
+      if (Date.now() > deadline)
+        throw new CliError(
+          `run ${active.id} is still worked by ${active.worker} (lease until ${active.leaseUntil?.toISOString()}); gave up after ${waitSeconds} s`,
+        );
       if (!said) {
         console.error(`run ${active.id} is worked by ${active.worker} until ${active.leaseUntil?.toISOString()}: waiting for its lease to run out…`);
         said = true;

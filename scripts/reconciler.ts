@@ -7,7 +7,7 @@
  * accordingly, as the system actor "reconciler". --once runs one tick and exits
  * (for cron); otherwise it ticks every --interval seconds (default
  * RECONCILER_INTERVAL_SECONDS, else 30) until SIGINT/SIGTERM. One instance works
- * at a time across processes (an advisory lock on Postgres); several may run.
+ * at a time across processes (a session lock on PostgreSQL and MySQL); several may run.
  * Prints one JSON line per tick that did something (or every tick with --once).
  * Exit code 1 when the tick failed.
  */

@@ -48,7 +48,9 @@ if (embedded) {
     problems.push("NEXTAUTH_URL must be the console's public URL, e.g. https://console.example.com (https makes the session cookie Secure).");
   }
   if (!env.AUDIT_HMAC_KEY?.trim() && !env.AUDIT_HMAC_KEY_FILE?.trim()) {
-    problems.push(`AUDIT_HMAC_KEY (or AUDIT_HMAC_KEY_FILE) must be set to a random value of at least ${MIN_SECRET} characters: it keys the audit chain (README, "Audit").`);
+    problems.push(
+      `AUDIT_HMAC_KEY (or AUDIT_HMAC_KEY_FILE) must be set to a random value of at least ${MIN_SECRET} characters: it keys the audit chain (README, "Audit").`,
+    );
   }
   if (problems.length) {
     console.error(`Refusing to start with DATABASE_URL set: sign-in is not configured.\n${problems.map((p) => `  - ${p}`).join("\n")}`);
@@ -96,7 +98,9 @@ if (!env.PROVIDERS?.trim() && !env.PROVIDER_URL?.trim()) {
   const providerUrl = await new Promise((resolve) => {
     let out = "";
     const giveUp = (why) => {
-      console.error(`The demo payment provider did not start on port ${providerPort} (${why}). Set PROVIDER_PORT to a free port, or PROVIDER_URL/PROVIDERS to use another provider.`);
+      console.error(
+        `The demo payment provider did not start on port ${providerPort} (${why}). Set PROVIDER_PORT to a free port, or PROVIDER_URL/PROVIDERS to use another provider.`,
+      );
       if (provider.exitCode === null) provider.kill("SIGTERM");
       process.exit(1);
     };
@@ -143,7 +147,11 @@ function stopProvider() {
 
 if (embedded) console.log(`No DATABASE_URL: using the embedded database in ${env.PGLITE_DIR || ".data/pglite"}.`);
 // Next's production server behind the console's listener (the client's socket address, HSTS): scripts/server.mjs.
-const server = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], { cwd: root, env: { ...env, PORT: port, HOSTNAME_BIND: host }, stdio: "inherit" });
+const server = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
+  cwd: root,
+  env: { ...env, PORT: port, HOSTNAME_BIND: host },
+  stdio: "inherit",
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
 server.on("exit", (code, signal) => stopProvider().then(() => process.exit(code ?? (signal ? 1 : 0))));
 

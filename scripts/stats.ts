@@ -20,7 +20,8 @@ const USAGE = "usage: npm run stats -- refresh | rebuild | verify";
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
-  if (args.length !== 1 || !["refresh", "rebuild", "verify"].includes(args[0])) throw new UsageError(args.length ? `unknown command ${JSON.stringify(args.join(" "))}` : "a command is needed");
+  if (args.length !== 1 || !["refresh", "rebuild", "verify"].includes(args[0]))
+    throw new UsageError(args.length ? `unknown command ${JSON.stringify(args.join(" "))}` : "a command is needed");
   const db = await openMigratedDatabase();
   const started = Date.now();
   try {
@@ -32,7 +33,16 @@ async function main(): Promise<number> {
       return drift.length ? 2 : 0;
     }
     const r = await db.withSession((s) => (args[0] === "rebuild" ? rebuildRollups(s) : refreshRollups(s)));
-    console.log(JSON.stringify({ command: args[0], ms: Date.now() - started, watermark: r.watermark.toString(), eventsCounted: r.eventsCounted, batches: r.batches, gapsOpen: r.gapsOpen }));
+    console.log(
+      JSON.stringify({
+        command: args[0],
+        ms: Date.now() - started,
+        watermark: r.watermark.toString(),
+        eventsCounted: r.eventsCounted,
+        batches: r.batches,
+        gapsOpen: r.gapsOpen,
+      }),
+    );
     return 0;
   } catch (err) {
     throw new CliError(err instanceof Error ? err.message : String(err));

@@ -35,7 +35,13 @@ async function main(): Promise<number> {
   }
   const days = flags.has("days") ? Number(flags.get("days")) : DEFAULT_TOKEN_DAYS;
   const allScopes = flags.get("scopes")!.trim() === "all";
-  const scopes = allScopes ? [ALL_PERMISSIONS[0]] : flags.get("scopes")!.split(",").map((s) => s.trim()).filter(Boolean);
+  const scopes = allScopes
+    ? [ALL_PERMISSIONS[0]]
+    : flags
+        .get("scopes")!
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
 
   // Validate everything before touching the database: bad input writes nothing.
   const email = emailSchema.safeParse(flags.get("email"));
@@ -45,7 +51,10 @@ async function main(): Promise<number> {
     expiresInDays: flags.get("days")?.trim() === "" ? NaN : days,
     reason: flags.get("reason") ?? "bootstrap via CLI",
   });
-  const issues = [...(email.success ? [] : email.error.issues.map((i) => ({ ...i, path: ["email", ...i.path] }))), ...(parsed.success ? [] : parsed.error.issues)];
+  const issues = [
+    ...(email.success ? [] : email.error.issues.map((i) => ({ ...i, path: ["email", ...i.path] }))),
+    ...(parsed.success ? [] : parsed.error.issues),
+  ];
   if (issues.length || !parsed.success || !email.success) {
     throw new UsageError(
       `invalid input:\n${describeIssues(issues, { email: "--email", name: "--name", scopes: "--scopes", expiresInDays: "--days", reason: "--reason" })}`,

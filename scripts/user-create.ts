@@ -16,17 +16,7 @@
  */
 import { ROLES } from "../lib/auth/permissions";
 import { createUser, createUserInputSchema, type SystemActor } from "../lib/auth/users";
-import {
-  CliError,
-  UsageError,
-  cliRequestMeta,
-  describeIssues,
-  openMigratedDatabase,
-  parseFlags,
-  promptHidden,
-  readFirstLineOfStdin,
-  runCli,
-} from "./cli-common";
+import { UsageError, cliRequestMeta, describeIssues, openMigratedDatabase, parseFlags, promptHidden, readFirstLineOfStdin, runCli } from "./cli-common";
 
 const USAGE =
   "usage: npm run user:create -- --email E --role R[,R] [--name N] [--reason TEXT] [--password P | --no-password]\n" +
@@ -70,7 +60,10 @@ async function main(): Promise<number> {
   const input = {
     email: flags.get("email"),
     name: flags.get("name"),
-    roles: roleList.split(",").map((r) => r.trim()).filter(Boolean),
+    roles: roleList
+      .split(",")
+      .map((r) => r.trim())
+      .filter(Boolean),
     reason: flags.get("reason") ?? "bootstrap via CLI",
   };
   const names = { email: "--email", name: "--name", roles: "--role", reason: "--reason" };

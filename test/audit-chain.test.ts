@@ -7,7 +7,9 @@ import { audit, entryHash, GENESIS_HASH, verifyAuditChain } from "@/lib/audit";
 import { anchorHolds, anchorMetricsText, parseAnchors, publishAnchor, readChainHead, toAuditAnchor, type PublishedAnchor } from "@/lib/audit/anchor";
 import { auditKeyId, auditKeyProblems, auditKeyring } from "@/lib/audit/keys";
 import type { SqlExecutor } from "@/lib/db/sql";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { byDialect } from "@/lib/db/dialect";
+import { createTestDatabase, usingDatabaseServer, type TestDatabase } from "./helpers/db";
+import { queryBound, withoutAuditTriggers } from "./helpers/sql";
 
 /**
  * The keyed, anchored audit chain (issue 11): entries are chained with an HMAC
@@ -27,29 +29,26 @@ afterAll(() => db?.drop());
 
 const append = (action: string, reason = "test") => audit(db.prisma, { actor: { type: "system", label: "test" }, action, reason, outcome: "done" });
 
-async function superuser(fn: (s: SqlExecutor) => Promise<void>) {
-  await db.withSession(async (s) => {
-    await s.query("BEGIN");
-    try {
-      await s.query("SET LOCAL session_replication_role = replica");
-      await fn(s);
-      await s.query("COMMIT");
-    } catch (err) {
-      await s.query("ROLLBACK");
-      throw err;
-    }
-  });
+async function superuser(fn: (s: SqlExecutor) => Promise<void>, on: TestDatabase = db) {
+  await on.withSession((s) => withoutAuditTriggers(s, () => fn(s)));
 }
 
 /** Saves the whole audit_log, so a test can put it back after its attack. */
 async function snapshot(): Promise<() => Promise<void>> {
   const rows = await db.sql.query(`SELECT * FROM audit_log ORDER BY id`);
+  // MySQL has no jsonb_populate_recordset: a copy of the table, put back with INSERT … SELECT.
+  if (db.dialect.name === "mysql") await db.sql.exec(`DROP TABLE IF EXISTS audit_snapshot; CREATE TABLE audit_snapshot AS SELECT * FROM audit_log`);
+  const putBack = byDialect(db, {
+    postgres: (s: SqlExecutor) =>
+      s.query(`INSERT INTO audit_log SELECT * FROM jsonb_populate_recordset(NULL::audit_log, $1::jsonb)`, [
+        JSON.stringify(rows, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
+      ]),
+    mysql: (s: SqlExecutor) => s.query(`INSERT INTO audit_log SELECT * FROM audit_snapshot ORDER BY id`),
+  });
   return () =>
     superuser(async (s) => {
       await s.query(`DELETE FROM audit_log`);
-      await s.query(`INSERT INTO audit_log SELECT * FROM jsonb_populate_recordset(NULL::audit_log, $1::jsonb)`, [
-        JSON.stringify(rows, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
-      ]);
+      await putBack(s);
     });
 }
 
@@ -63,11 +62,11 @@ async function deleteAndRechain(victim: bigint, key: Buffer | null, keyId: strin
   const rows = await db.prisma.auditEntry.findMany({ where: { id: { gt: victim } }, orderBy: { id: "asc" } });
   const before = await db.prisma.auditEntry.findFirst({ where: { id: { lt: victim } }, orderBy: { id: "desc" } });
   await superuser(async (s) => {
-    await s.query(`DELETE FROM audit_log WHERE id = $1`, [victim]);
+    await queryBound(s, `DELETE FROM audit_log WHERE id = $1`, [victim]);
     let prev = before?.hash ?? GENESIS_HASH;
     for (const r of rows) {
       const hash = entryHash(prev, { ...r, keyId }, key);
-      await s.query(`UPDATE audit_log SET prev_hash = $2, hash = $3, key_id = $4 WHERE id = $1`, [r.id, prev, hash, keyId]);
+      await queryBound(s, `UPDATE audit_log SET prev_hash = $2, hash = $3, key_id = $4 WHERE id = $1`, [r.id, prev, hash, keyId]);
       prev = hash;
     }
   });
@@ -119,7 +118,7 @@ describe("keys", () => {
       const v = await verifyAuditChain(db.prisma);
       expect(v.intact).toBe(false);
       expect(new Set(v.breaks.map((b) => b.problem))).toEqual(new Set(["unknown_key"]));
-      expect(v.breaks.length).toBe((await db.prisma.auditEntry.count({ where: { keyId: auditKeyId(oldKey) } })));
+      expect(v.breaks.length).toBe(await db.prisma.auditEntry.count({ where: { keyId: auditKeyId(oldKey) } }));
     } finally {
       vi.unstubAllEnvs();
     }
@@ -192,7 +191,7 @@ describe("the issue's attacks, as a database superuser", () => {
   });
 
   it("the newest entries cut off (truncation): invisible to the chain, found by the anchor", async () => {
-    await superuser((s) => s.query(`DELETE FROM audit_log WHERE id >= $1`, [BigInt(published.id) - 1n]).then(() => {}));
+    await superuser((s) => queryBound(s, `DELETE FROM audit_log WHERE id >= $1`, [BigInt(published.id) - 1n]).then(() => {}));
     try {
       expect(await verifyAuditChain(db.prisma)).toMatchObject({ intact: true });
       const v = await verifyAuditChain(db.prisma, { anchors: [toAuditAnchor(published)] });
@@ -207,7 +206,16 @@ describe("the issue's attacks, as a database superuser", () => {
   it("lists every break, in chain order, not only the first", async () => {
     const rows = await db.prisma.auditEntry.findMany({ where: { action: { startsWith: "test.attack." } }, orderBy: { id: "asc" }, select: { id: true } });
     const altered = [rows[1].id, rows[4].id, rows[6].id];
-    await superuser((s) => s.query(`UPDATE audit_log SET reason = 'rewritten' WHERE id = ANY($1::bigint[])`, [altered]).then(() => {}));
+    await superuser((s) =>
+      s
+        .query(
+          ...byDialect(db, {
+            postgres: [`UPDATE audit_log SET reason = 'rewritten' WHERE id = ANY($1::bigint[])`, [altered]] as [string, unknown[]],
+            mysql: [`UPDATE audit_log SET reason = 'rewritten' WHERE id IN (?, ?, ?)`, altered] as [string, unknown[]],
+          }),
+        )
+        .then(() => {}),
+    );
     try {
       const v = await verifyAuditChain(db.prisma, { pageSize: 3 });
       expect(v.breaks.map((b) => [b.id, b.problem])).toEqual(altered.map((id) => [id, "hash_mismatch"]));
@@ -235,7 +243,7 @@ describe("the issue's attacks, as a database superuser", () => {
     const metrics = await anchorMetricsText();
     expect(metrics).toContain(`idempotency_console_audit_anchor_entries ${first.anchor!.count}`);
     expect(metrics).toContain(`hash="${first.anchor!.hash}"`);
-    await superuser((s) => s.query(`DELETE FROM audit_log WHERE id = $1`, [BigInt(first.anchor!.id)]).then(() => {}));
+    await superuser((s) => queryBound(s, `DELETE FROM audit_log WHERE id = $1`, [BigInt(first.anchor!.id)]).then(() => {}));
     try {
       const second = await publishAnchor(db.prisma, log);
       expect(second.previousBroken).toMatch(/gone/);
@@ -253,9 +261,27 @@ describe("entries from before keys (migration 20261201100000_audit_hmac)", () =>
     // What the previous version wrote: plain SHA-256 links, key_id NULL.
     let prev = GENESIS_HASH;
     for (let i = 0; i < 4; i++) {
-      const fields = { occurredAt: new Date(Date.now() - (10 - i) * 60_000), actorType: "system", actorId: null, actorLabel: "old", tokenId: null, action: `legacy.${i}`, targetTable: null, targetId: null, before: null, after: null, reason: `legacy ${i}`, requestId: null, ip: null, userAgent: null, outcome: "done", detail: null };
+      const fields = {
+        occurredAt: new Date(Date.now() - (10 - i) * 60_000),
+        actorType: "system",
+        actorId: null,
+        actorLabel: "old",
+        tokenId: null,
+        action: `legacy.${i}`,
+        targetTable: null,
+        targetId: null,
+        before: null,
+        after: null,
+        reason: `legacy ${i}`,
+        requestId: null,
+        ip: null,
+        userAgent: null,
+        outcome: "done",
+        detail: null,
+      };
       const hash = entryHash(prev, fields);
-      await legacy.sql.query(
+      await queryBound(
+        legacy.sql,
         `INSERT INTO audit_log (occurred_at, actor_type, actor_label, action, reason, outcome, prev_hash, hash) VALUES ($1, 'system', 'old', $2, $3, 'done', $4, $5)`,
         [fields.occurredAt, fields.action, fields.reason, prev, hash],
       );
@@ -275,24 +301,21 @@ describe("entries from before keys (migration 20261201100000_audit_hmac)", () =>
   it("rewriting them — even recomputing all their SHA-256 hashes, which needs no key — breaks the first keyed entry's link", async () => {
     const rows = await legacy.prisma.auditEntry.findMany({ where: { keyId: null }, orderBy: { id: "asc" } });
     const firstKeyed = await legacy.prisma.auditEntry.findFirstOrThrow({ where: { keyId: { not: null } }, orderBy: { id: "asc" } });
-    await legacy.withSession(async (s) => {
-      await s.query("BEGIN");
-      await s.query("SET LOCAL session_replication_role = replica");
+    await superuser(async (s) => {
       let prev = GENESIS_HASH;
       for (const r of rows) {
         const reason = r.id === rows[1].id ? "rewritten" : r.reason;
         const hash = entryHash(prev, { ...r, reason });
-        await s.query(`UPDATE audit_log SET reason = $2, prev_hash = $3, hash = $4 WHERE id = $1`, [r.id, reason, prev, hash]);
+        await queryBound(s, `UPDATE audit_log SET reason = $2, prev_hash = $3, hash = $4 WHERE id = $1`, [r.id, reason, prev, hash]);
         prev = hash;
       }
-      await s.query("COMMIT");
-    });
+    }, legacy);
     const v = await verifyAuditChain(legacy.prisma);
     expect(v.breaks).toMatchObject([{ id: firstKeyed.id, problem: "link_mismatch" }]);
   });
 });
 
-describe.skipIf(!usingPostgres)("npm run audit -- anchor / verify (PostgreSQL: the CLI opens the test database by URL)", () => {
+describe.skipIf(!usingDatabaseServer)("npm run audit -- anchor / verify (a database server: the CLI opens the test database by URL)", () => {
   const run = (args: string[]) =>
     spawnSync(path.join(ROOT, "node_modules/.bin/tsx"), ["scripts/audit.ts", ...args], {
       cwd: ROOT,
@@ -313,7 +336,7 @@ describe.skipIf(!usingPostgres)("npm run audit -- anchor / verify (PostgreSQL: t
       expect(ok.status, ok.stderr).toBe(0);
       expect(JSON.parse(ok.stdout)).toMatchObject({ intact: true, anchorsChecked: 1 });
       const head = parseAnchors(readFileSync(file, "utf8"))[0];
-      await superuser((s) => s.query(`DELETE FROM audit_log WHERE id = $1`, [head.id]).then(() => {}));
+      await superuser((s) => queryBound(s, `DELETE FROM audit_log WHERE id = $1`, [head.id]).then(() => {}));
       const broken = run(["verify", "--anchor", file]);
       expect(broken.status).toBe(2);
       expect(JSON.parse(broken.stdout)).toMatchObject({ intact: false, breaks: [{ id: String(head.id), problem: "anchor_missing" }] });

@@ -8,6 +8,8 @@ import { GET as listRoute, POST as requestRoute } from "@/app/api/v1/compensatio
 import { GET as recordRoute } from "@/app/api/v1/records/[id]/route";
 import { verifyAuditChain } from "@/lib/audit";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
+import { execute } from "@/lib/db/sql";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { startProviderService, type ProviderService } from "./helpers/provider";
 import { call, json, tokenFor } from "./helpers/records-api";
@@ -16,7 +18,8 @@ import { call, json, tokenFor } from "./helpers/records-api";
  * Compensations end to end through the API routes, against a real database (both
  * modes) and the real provider service (a child process): four eyes, execution with
  * timeouts and retries (exactly one refund at the provider per compensation), the
- * remaining-amount check under concurrency, and the console's own idempotency.
+ * remaining-amount check under concurrency, and the console's own idempotency. The test's
+ * own SQL is written per dialect where MySQL spells it otherwise (`sql`, `insertRecord`).
  */
 
 let db: TestDatabase;
@@ -60,6 +63,16 @@ beforeEach(async () => {
 
 // --- helpers ---------------------------------------------------------------------------------
 
+/** The statement in the test database's dialect. */
+const sql = (postgres: string, mysql: string) => byDialect(db, { postgres, mysql });
+
+/** A record row written as a writer would (PostgreSQL: RETURNING id; MySQL: the insert id). */
+async function insertRecord(postgres: string, mysql: string, params: unknown[]): Promise<bigint> {
+  if (db.dialect.name === "mysql") return (await execute(db.sql, mysql, params)).insertId!;
+  const [row] = await db.sql.query<{ id: bigint }>(postgres, params);
+  return row.id;
+}
+
 interface Planted {
   id: string;
   reference: string;
@@ -75,16 +88,19 @@ async function plant(
   const amount = opts.amountMinor === undefined ? 1000n : opts.amountMinor;
   const currency = opts.currency === undefined ? "EUR" : opts.currency;
   const scope = opts.scope ?? "tenant:comp";
-  const [row] = await db.sql.query<{ id: bigint }>(
+  const id = await insertRecord(
     `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, provider, provider_reference,
                                       amount_minor, currency, expires_at)
      VALUES ($1, 'capture_payment', $2, repeat('a', 64), $3, $4, 'mockpay', $5, $6, $7, now() + interval '1 day') RETURNING id`,
+    `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, provider, provider_reference,
+                                      amount_minor, currency, expires_at)
+     VALUES (?, 'capture_payment', ?, repeat('a', 64), ?, ?, 'mockpay', ?, ?, ?, UTC_TIMESTAMP(6) + INTERVAL 1 DAY)`,
     [scope, randomUUID(), status, status === "completed" ? 201 : null, reference, amount, currency],
   );
   if (opts.seed !== false && status === "completed" && reference && amount !== null && currency) {
     await provider.control.seedCharges([{ reference, amountMinor: amount, currency }]);
   }
-  return { id: row.id.toString(), reference: reference ?? "", scope };
+  return { id: id.toString(), reference: reference ?? "", scope };
 }
 
 function post(handler: Parameters<typeof call>[0], url: string, who: Who, body: unknown, opts: { key?: string | null; params?: Record<string, string> } = {}) {
@@ -107,7 +123,7 @@ async function requested(record: Planted, who: Who = operator, amountMinor: numb
 }
 
 async function row(id: string) {
-  const [r] = await db.sql.query<Record<string, any>>(`SELECT * FROM compensations WHERE id = $1`, [id]);
+  const [r] = await db.sql.query<Record<string, any>>(`SELECT * FROM compensations WHERE id = ${db.dialect.param(1)}`, [id]);
   return r;
 }
 
@@ -115,7 +131,7 @@ async function refundsFor(key: string) {
   return (await provider.control.state()).refunds.filter((r) => r.idempotencyKey === key);
 }
 
-const count = async (table: string) => Number((await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM ${table}`))[0].n);
+const count = async (table: string) => Number((await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`))[0].n);
 
 // --- request -------------------------------------------------------------------------------
 
@@ -127,7 +143,15 @@ describe("request", () => {
     const res = await requestComp(operator, body, key);
     expect(res.status).toBe(201);
     const c = await json(res);
-    expect(c).toMatchObject({ recordId: r.id, state: "requested", kind: "refund", amountMinor: "1200", currency: "EUR", provider: "mockpay", providerReference: r.reference });
+    expect(c).toMatchObject({
+      recordId: r.id,
+      state: "requested",
+      kind: "refund",
+      amountMinor: "1200",
+      currency: "EUR",
+      provider: "mockpay",
+      providerReference: r.reference,
+    });
     expect(c.providerIdempotencyKey).toMatch(/^comp_[A-Za-z0-9_-]{20,}$/);
     expect(c.requestedByYou).toBe(true);
     expect(c.actions).toEqual({ approve: false, reject: false, retry: false });
@@ -165,7 +189,10 @@ describe("request", () => {
     const problem = await json(over);
     expect(problem.type).toMatch(/compensation-exceeds-remaining$/);
     expect(problem.current).toMatchObject({ originalMinor: "1000", claimedMinor: "600", remainingMinor: "400" });
-    const refused = await db.prisma.auditEntry.findFirst({ where: { action: "compensations.request", outcome: "refused", targetId: r.id }, orderBy: { id: "desc" } });
+    const refused = await db.prisma.auditEntry.findFirst({
+      where: { action: "compensations.request", outcome: "refused", targetId: r.id },
+      orderBy: { id: "desc" },
+    });
     expect(refused?.detail).toMatchObject({ status: 409 });
 
     const usd = await requestComp(operator, { recordId: r.id, kind: "refund", amountMinor: 100, currency: "USD", reason: "wrong currency" });
@@ -195,13 +222,16 @@ describe("request", () => {
 
   it("a refund record is not a charge: requesting its refund is a 409 that says so, and nothing is written", async () => {
     const before = await count("compensations");
-    const [row] = await db.sql.query<{ id: bigint }>(
+    const id = await insertRecord(
       `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, resource_type, provider, provider_reference,
                                         amount_minor, currency, expires_at)
        VALUES ('tenant:comp', 'refund_payment', $1, repeat('b', 64), 'completed', 201, 'refund', 'mockpay', $2, 500, 'EUR', now() + interval '1 day') RETURNING id`,
+      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, resource_type, provider, provider_reference,
+                                        amount_minor, currency, expires_at)
+       VALUES ('tenant:comp', 'refund_payment', ?, repeat('b', 64), 'completed', 201, 'refund', 'mockpay', ?, 500, 'EUR', UTC_TIMESTAMP(6) + INTERVAL 1 DAY)`,
       [randomUUID(), `re_${randomBytes(6).toString("hex")}`],
     );
-    const res = await requestComp(operator, { recordId: row.id.toString(), kind: "refund", amountMinor: 100, reason: "refund the refund?" });
+    const res = await requestComp(operator, { recordId: id.toString(), kind: "refund", amountMinor: 100, reason: "refund the refund?" });
     expect(res.status).toBe(409);
     expect((await json(res)).detail).toMatch(/is a refund \(refund_payment\)/);
     expect(await count("compensations")).toBe(before);
@@ -210,11 +240,19 @@ describe("request", () => {
   it("concurrent requests that together exceed the amount: only those that fit succeed", async () => {
     const r = await plant({ amountMinor: 1000n });
     const answers = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => requestComp(i % 2 ? operator : operator2, { recordId: r.id, kind: "refund", amountMinor: 300, reason: `request ${i}` })),
+      Array.from({ length: 8 }, (_, i) =>
+        requestComp(i % 2 ? operator : operator2, { recordId: r.id, kind: "refund", amountMinor: 300, reason: `request ${i}` }),
+      ),
     );
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses).toEqual([201, 201, 201, 409, 409, 409, 409, 409]);
-    const [sum] = await db.sql.query<{ n: bigint; total: bigint }>(`SELECT count(*)::bigint AS n, sum(amount_minor)::bigint AS total FROM compensations WHERE record_id = $1`, [r.id]);
+    const [sum] = await db.sql.query<{ n: bigint; total: bigint }>(
+      sql(
+        `SELECT count(*)::bigint AS n, sum(amount_minor)::bigint AS total FROM compensations WHERE record_id = $1`,
+        `SELECT count(*) AS n, CAST(sum(amount_minor) AS SIGNED) AS total FROM compensations WHERE record_id = ?`,
+      ),
+      [r.id],
+    );
     expect(sum).toEqual({ n: 3n, total: 900n });
   });
 });
@@ -234,7 +272,13 @@ describe("four eyes", () => {
     expect((await row(c.id)).state).toBe("requested");
     // The second line: the CHECK constraint, whatever the application does.
     await expect(
-      db.sql.query(`UPDATE compensations SET state = 'approved', decided_by = requested_by, decided_by_label = 'x', decided_at = now() WHERE id = $1`, [c.id]),
+      db.sql.query(
+        sql(
+          `UPDATE compensations SET state = 'approved', decided_by = requested_by, decided_by_label = 'x', decided_at = now() WHERE id = $1`,
+          `UPDATE compensations SET state = 'approved', decided_by = requested_by, decided_by_label = 'x', decided_at = UTC_TIMESTAMP(6) WHERE id = ?`,
+        ),
+        [c.id],
+      ),
     ).rejects.toThrow(/compensations_four_eyes_check/);
     // The requester sees why (the list tells every viewer what they may do).
     const mine = await json(await call(getOne, `/api/v1/compensations/${c.id}`, both.token, {}, { id: c.id }));
@@ -249,7 +293,9 @@ describe("four eyes", () => {
     const refunds = await refundsFor(c.providerIdempotencyKey);
     expect(refunds).toHaveLength(1);
     expect(refunds[0]).toMatchObject({ charge: r.reference, amountMinor: 1500n, kind: "refund", id: done.providerCompensationId });
-    const actions = (await db.prisma.auditEntry.findMany({ where: { targetTable: "compensations", targetId: c.id, outcome: { not: "refused" } }, orderBy: { id: "asc" } })).map((e) => e.action);
+    const actions = (
+      await db.prisma.auditEntry.findMany({ where: { targetTable: "compensations", targetId: c.id, outcome: { not: "refused" } }, orderBy: { id: "asc" } })
+    ).map((e) => e.action);
     expect(actions).toEqual(["compensations.request", "compensations.approve", "compensations.execute", "compensations.executed"]);
 
     // Approving again (another approver, a new key): 409 with the current state.
@@ -365,9 +411,13 @@ describe("execution", () => {
     const r = await plant({ amountMinor: 800n });
     const d = await requested(r, operator, 800);
     await db.sql.query(
-      `UPDATE compensations SET state = 'executing', decided_by = $2, decided_by_label = 'approver', decided_at = now() - interval '10 minutes',
+      sql(
+        `UPDATE compensations SET state = 'executing', decided_by = $2, decided_by_label = 'approver', decided_at = now() - interval '10 minutes',
               attempts = 1, last_attempt_at = now() - interval '10 minutes' WHERE id = $1`,
-      [d.id, approver.userId],
+        `UPDATE compensations SET state = 'executing', decided_by = ?, decided_by_label = 'approver', decided_at = UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE,
+              attempts = 1, last_attempt_at = UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE WHERE id = ?`,
+      ),
+      byDialect(db, { postgres: [d.id, approver.userId], mysql: [approver.userId, d.id] }),
     );
     const view = await json(await call(getOne, `/api/v1/compensations/${d.id}`, approver.token, {}, { id: d.id }));
     expect(view).toMatchObject({ state: "executing", stale: true, actions: { retry: true } });
@@ -379,8 +429,11 @@ describe("execution", () => {
     // Executing within the lease: not retried.
     const e = await requested(await plant(), operator, 100);
     await db.sql.query(
-      `UPDATE compensations SET state = 'executing', decided_by = $2, decided_by_label = 'approver', decided_at = now(), attempts = 1, last_attempt_at = now() WHERE id = $1`,
-      [e.id, approver.userId],
+      sql(
+        `UPDATE compensations SET state = 'executing', decided_by = $2, decided_by_label = 'approver', decided_at = now(), attempts = 1, last_attempt_at = now() WHERE id = $1`,
+        `UPDATE compensations SET state = 'executing', decided_by = ?, decided_by_label = 'approver', decided_at = UTC_TIMESTAMP(6), attempts = 1, last_attempt_at = UTC_TIMESTAMP(6) WHERE id = ?`,
+      ),
+      byDialect(db, { postgres: [e.id, approver.userId], mysql: [approver.userId, e.id] }),
     );
     const busy = await retry(e.id, approver);
     expect(busy.status).toBe(409);
@@ -413,7 +466,11 @@ describe("listing", () => {
     expect(all.items.every((i: { state: string }) => i.state === "requested")).toBe(true);
     expect((await call(listRoute, `/api/v1/compensations?state=bogus`, viewer.token)).status).toBe(400);
     // Counts per state for the screen's tabs, whatever the filter: equal to the table.
-    const truth = await db.sql.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM compensations GROUP BY state`);
+    const truth = (
+      await db.sql.query<{ state: string; n: number | bigint }>(
+        sql(`SELECT state, count(*)::int AS n FROM compensations GROUP BY state`, `SELECT state, count(*) AS n FROM compensations GROUP BY state`),
+      )
+    ).map((t) => ({ state: t.state, n: Number(t.n) }));
     expect(truth.length).toBeGreaterThan(1);
     for (const t of truth) expect(page1.counts[t.state], t.state).toBe(t.n);
     expect(Object.values(page1.counts as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(truth.reduce((a, t) => a + t.n, 0));

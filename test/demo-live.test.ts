@@ -33,9 +33,14 @@ afterAll(async () => {
   await Promise.all([db?.drop(), provider?.stop()]);
 });
 
+/** The n-th placeholder: $n on PostgreSQL, ? on MySQL (bound in order). */
+const ph = (n: number) => db.dialect.param(n);
+/** Four minutes before now, as a bound value (the dialects spell intervals differently). */
+const fourMinutesAgo = () => new Date(Date.now() - 4 * 60_000);
 const count = async (where: string, values: unknown[] = []) =>
   Number((await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records WHERE ${where}`, values))[0].n);
-const events = async (kind: string) => Number((await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events WHERE kind = $1`, [kind]))[0].n);
+const events = async (kind: string) =>
+  Number((await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events WHERE kind = ${db.dialect.param(1)}`, [kind]))[0].n);
 
 describe("the demo's provider answers later", () => {
   it("with answersFrom, every final outcome is held back (processing) until its time; without, answered at once (as before)", async () => {
@@ -69,28 +74,36 @@ describe("live demo traffic", () => {
   it("finishes what the generator left in flight, then keeps a steady supply of in-flight, pending, stuck, conflicting and double-charged records", async () => {
     const live = new DemoLiveTraffic(db, { providerUrl: provider.url, seed: 3 });
     // The generator's requests "in flight right now" are finished at the first tick, not left to turn stuck.
-    const young = await count(`status = 'processing' AND created_at > now() - interval '4 minutes'`);
+    const young = await count(`status = 'processing' AND created_at > ${ph(1)}`, [fourMinutesAgo()]);
     expect(young).toBeGreaterThan(0);
     const first = await live.tick("checkout");
     expect(first.finished).toBeGreaterThanOrEqual(young);
     const [capture] = first.created.slice(-1);
-    expect(await count(`id = $1 AND status = 'processing'`, [capture])).toBe(1); // in flight…
-    expect(await count(`status = 'processing' AND created_at > now() - interval '4 minutes' AND id <> $1`, [capture])).toBe(0);
+    expect(await count(`id = ${ph(1)} AND status = 'processing'`, [capture])).toBe(1); // in flight…
+    expect(await count(`status = 'processing' AND created_at > ${ph(1)} AND id <> ${ph(2)}`, [fourMinutesAgo(), capture])).toBe(0);
 
     const pendingBefore = await count(`status = 'pending'`);
     const pend = await live.tick("pending");
-    expect(await count(`id = $1 AND status = 'completed'`, [capture])).toBe(1); // …until the next tick
+    expect(await count(`id = ${ph(1)} AND status = 'completed'`, [capture])).toBe(1); // …until the next tick
     expect(await count(`status = 'pending'`)).toBe(pendingBefore + 1);
-    const [pendingRow] = await db.sql.query<{ provider_request_id: string }>(`SELECT provider_request_id FROM idempotency_records WHERE id = $1`, [pend.created[0]]);
+    const [pendingRow] = await db.sql.query<{ provider_request_id: string }>(`SELECT provider_request_id FROM idempotency_records WHERE id = ${ph(1)}`, [
+      pend.created[0],
+    ]);
     const told = (await provider.control.state()).requests.find((r) => r.requestId === pendingRow.provider_request_id)!;
     expect(told).toBeTruthy();
     if (told.status !== "processing") expect(Date.parse(told.answerAt!)).toBeGreaterThan(Date.now() + 2 * 60_000);
-    expect(Number((await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM reconciliation_items WHERE record_id = $1 AND state = 'open'`, [pend.created[0]]))[0].n)).toBe(1);
+    expect(
+      Number(
+        (
+          await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM reconciliation_items WHERE record_id = ${ph(1)} AND state = 'open'`, [pend.created[0]])
+        )[0].n,
+      ),
+    ).toBe(1);
 
     const stuck = await live.tick("stuck");
     await live.tick("checkout");
     await live.tick("checkout");
-    expect(await count(`id = $1 AND status = 'processing'`, [stuck.created[0]])).toBe(1); // never finished: turns stuck
+    expect(await count(`id = ${ph(1)} AND status = 'processing'`, [stuck.created[0]])).toBe(1); // never finished: turns stuck
 
     const conflicts = await events("conflict");
     await live.tick("conflict");
@@ -109,7 +122,7 @@ describe("live demo traffic", () => {
 
     // Its stored responses carry what masking is for: an email, a card, a client secret, a session cookie.
     const [resp] = await db.sql.query<{ response_code: number; response_headers: [string, string][]; response_body: string }>(
-      `SELECT response_code, response_headers, response_body FROM idempotency_records WHERE id = $1`,
+      `SELECT response_code, response_headers, response_body FROM idempotency_records WHERE id = ${ph(1)}`,
       [double.created[1]],
     );
     const masked = maskResponse({ code: resp.response_code, headers: resp.response_headers, body: resp.response_body });

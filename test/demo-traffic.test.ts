@@ -1,10 +1,12 @@
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { byDialect } from "@/lib/db/dialect";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { bulkGenerate, type BulkResult } from "@/lib/demo/bulk";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { maskResponse } from "@/lib/records/mask";
-import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
 /**
  * Closes, waits until the server has really seen the pool's sessions go, then drops.
@@ -13,7 +15,7 @@ import { createTestDatabase, type TestDatabase } from "./helpers/db";
  */
 async function release(db: TestDatabase | undefined): Promise<void> {
   if (!db) return;
-  if (db.url) {
+  if (db.url && usingPostgres) {
     await db.close();
     const name = new URL(db.url).pathname.slice(1);
     const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
@@ -38,17 +40,28 @@ const DAY = 24 * HOUR;
 
 const num = (v: unknown) => Number(v);
 
+// The test's own SQL where the dialects spell it differently (ADR 0012).
+const TEN_MINUTES = (on: SqlExecutor | TestDatabase) => byDialect(on, { postgres: "interval '10 minutes'", mysql: "INTERVAL 10 MINUTE" });
+const utcHour = (on: TestDatabase) => byDialect(on, { postgres: "extract(hour FROM created_at AT TIME ZONE 'UTC')", mysql: "HOUR(created_at)" });
+/** `column` does not match the regular expression (case-sensitive on both: MySQL's columns are utf8mb4_bin). */
+const notMatching = (on: TestDatabase, column: string, re: string) =>
+  byDialect(on, { postgres: `${column} !~ '${re}'`, mysql: `NOT (${column} REGEXP '${re}')` });
+/** A JSON column's member as text (MariaDB has no ->>). */
+const jsonText = (on: TestDatabase, column: string, key: string) =>
+  byDialect(on, { postgres: `${column}->>'${key}'`, mysql: `JSON_UNQUOTE(JSON_EXTRACT(${column}, '$.${key}'))` });
+
 async function one<T = Record<string, unknown>>(sql: SqlExecutor, text: string, params: unknown[] = []): Promise<T> {
   const rows = await sql.query<T>(text, params);
   return rows[0];
 }
 
 async function count(sql: SqlExecutor, text: string, params: unknown[] = []): Promise<number> {
-  return num((await one<{ n: unknown }>(sql, `SELECT count(*)::int AS n FROM (${text}) q`, params)).n);
+  return num((await one<{ n: unknown }>(sql, `SELECT count(*) AS n FROM (${text}) q`, params)).n);
 }
 
 /** Content digests of the four shared tables, with ids replaced by the record's key (ids may differ between runs). */
 async function digest(sql: SqlExecutor) {
+  if (sql.dialect.name === "mysql") return mysqlDigest(sql);
   const d = await one<Record<string, string>>(
     sql,
     `SELECT
@@ -72,6 +85,39 @@ async function digest(sql: SqlExecutor) {
        (SELECT count(*) FROM idempotency_records)::int AS n`,
   );
   return d;
+}
+
+/** The same digests on MySQL (no string_agg or ROW()::text): each table's rows as text, sorted and hashed here. */
+async function mysqlDigest(sql: SqlExecutor) {
+  const hash = async (text: string) => {
+    const rows = await sql.query<Record<string, unknown>>(text);
+    const lines = rows.map((r) => JSON.stringify(Object.values(r), (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))).sort();
+    return createHash("md5").update(lines.join("\n")).digest("hex");
+  };
+  return {
+    records: await hash(
+      `SELECT scope, operation, idempotency_key, payload_hash, status, response_code, CAST(response_headers AS CHAR) AS headers, response_body,
+              resource_type, resource_id, correlation_id, provider, provider_request_id, provider_reference, amount_minor,
+              currency, last_error, DATE_FORMAT(created_at, '%f') AS us, created_at, updated_at, expires_at, version, legal_hold
+         FROM idempotency_records`,
+    ),
+    events: await hash(
+      `SELECT r.idempotency_key AS record_key, e.scope, e.operation, e.idempotency_key, e.kind, e.payload_hash, e.response_code,
+              e.occurred_at, DATE_FORMAT(e.occurred_at, '%f') AS us, CAST(e.detail AS CHAR) AS detail
+         FROM idempotency_events e LEFT JOIN idempotency_records r ON r.id = e.record_id`,
+    ),
+    reconciliation: await hash(
+      `SELECT r.idempotency_key, i.provider, i.provider_request_id, i.state, i.attempts, i.last_checked_at, i.next_check_at,
+              i.last_error, i.created_at, i.updated_at
+         FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id`,
+    ),
+    outbox: await hash(
+      `SELECT r.idempotency_key, o.topic, CAST(o.payload AS CHAR) AS payload, o.status, o.attempts, o.next_attempt_at, o.last_error,
+              o.created_at, o.sent_at
+         FROM outbox_messages o JOIN idempotency_records r ON r.id = o.record_id`,
+    ),
+    n: num((await one<{ n: unknown }>(sql, `SELECT count(*) AS n FROM idempotency_records`)).n),
+  };
 }
 
 describe("demo traffic (through the protocol library)", () => {
@@ -103,7 +149,7 @@ describe("demo traffic (through the protocol library)", () => {
       summary.scenarios.retriesReplayed + summary.scenarios.failedReplayed,
     );
     expect(await count(db.sql, `SELECT 1 FROM outbox_messages`)).toBe(summary.scenarios.outboxMessages);
-    const byStatus = await db.sql.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM idempotency_records GROUP BY status`);
+    const byStatus = await db.sql.query<{ status: string; n: number }>(`SELECT status, count(*) AS n FROM idempotency_records GROUP BY status`);
     expect(Object.fromEntries(byStatus.map((r) => [r.status, num(r.n)]))).toEqual(summary.byStatus);
   });
 
@@ -114,8 +160,8 @@ describe("demo traffic (through the protocol library)", () => {
         `SELECT r.id FROM idempotency_records r
            LEFT JOIN idempotency_events e ON e.record_id = r.id
           GROUP BY r.id, r.status
-         HAVING count(*) FILTER (WHERE e.kind = 'reserved') <> 1
-             OR count(*) FILTER (WHERE e.kind = r.status) <> CASE WHEN r.status = 'processing' THEN 0 ELSE 1 END`,
+         HAVING count(CASE WHEN e.kind = 'reserved' THEN 1 END) <> 1
+             OR count(CASE WHEN e.kind = r.status THEN 1 END) <> CASE WHEN r.status = 'processing' THEN 0 ELSE 1 END`,
       ),
     ).toBe(0);
   });
@@ -123,7 +169,7 @@ describe("demo traffic (through the protocol library)", () => {
   it("pending records (recent and old) each have an open reconciliation item and a provider request id", async () => {
     const pending = await db.sql.query<{ id: bigint; updated_at: Date; provider: string | null; provider_request_id: string | null; items: number }>(
       `SELECT r.id, r.updated_at, r.provider, r.provider_request_id,
-              (SELECT count(*)::int FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = 'open') AS items
+              (SELECT count(*) FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = 'open') AS items
          FROM idempotency_records r WHERE r.status = 'pending'`,
     );
     expect(pending.length).toBe(summary.scenarios.pending);
@@ -137,8 +183,11 @@ describe("demo traffic (through the protocol library)", () => {
   });
 
   it("has records stuck in processing for more than an hour, and a few genuinely in flight", async () => {
-    const stuck = await count(db.sql, `SELECT 1 FROM idempotency_records WHERE status = 'processing' AND updated_at < $1::timestamptz - interval '1 hour'`, [NOW]);
-    const inFlight = await count(db.sql, `SELECT 1 FROM idempotency_records WHERE status = 'processing' AND updated_at > $1::timestamptz - interval '5 minutes'`, [NOW]);
+    const ph = db.dialect.param(1);
+    const stuck = await count(db.sql, `SELECT 1 FROM idempotency_records WHERE status = 'processing' AND updated_at < ${ph}`, [new Date(NOW.getTime() - HOUR)]);
+    const inFlight = await count(db.sql, `SELECT 1 FROM idempotency_records WHERE status = 'processing' AND updated_at > ${ph}`, [
+      new Date(NOW.getTime() - 5 * 60_000),
+    ]);
     expect(stuck).toBe(summary.scenarios.stuckProcessing);
     expect(stuck).toBeGreaterThan(0);
     expect(inFlight).toBe(summary.scenarios.inFlight);
@@ -159,10 +208,18 @@ describe("demo traffic (through the protocol library)", () => {
   });
 
   it("has replays of completed and of failed requests, concurrent duplicates and in-progress rejections", async () => {
-    expect(await count(db.sql, `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.kind = 'replayed' AND r.status = 'completed'`)).toBeGreaterThan(0);
+    expect(
+      await count(
+        db.sql,
+        `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.kind = 'replayed' AND r.status = 'completed'`,
+      ),
+    ).toBeGreaterThan(0);
     // A declined card (402) retried unchanged: the stored 402 is replayed.
     expect(
-      await count(db.sql, `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.kind = 'replayed' AND r.status = 'failed' AND e.response_code = 402`),
+      await count(
+        db.sql,
+        `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.kind = 'replayed' AND r.status = 'failed' AND e.response_code = 402`,
+      ),
     ).toBeGreaterThan(0);
     // Concurrent duplicates: rejected as in progress at the very instant of the reservation.
     expect(
@@ -173,14 +230,18 @@ describe("demo traffic (through the protocol library)", () => {
       ),
     ).toBe(summary.scenarios.concurrentDuplicates);
     expect(
-      await count(db.sql, `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.kind = 'in_progress' AND r.status IN ('pending', 'processing')`),
+      await count(
+        db.sql,
+        `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.kind = 'in_progress' AND r.status IN ('pending', 'processing')`,
+      ),
     ).toBeGreaterThan(0);
   });
 
   it("has expired records and records expiring within the next 24 h", async () => {
-    expect(await count(db.sql, `SELECT 1 FROM idempotency_records WHERE expires_at < $1::timestamptz`, [NOW])).toBe(summary.scenarios.expired);
+    const [p1, p2] = [db.dialect.param(1), db.dialect.param(2)];
+    expect(await count(db.sql, `SELECT 1 FROM idempotency_records WHERE expires_at < ${p1}`, [NOW])).toBe(summary.scenarios.expired);
     expect(
-      await count(db.sql, `SELECT 1 FROM idempotency_records WHERE expires_at >= $1::timestamptz AND expires_at < $1::timestamptz + interval '24 hours'`, [NOW]),
+      await count(db.sql, `SELECT 1 FROM idempotency_records WHERE expires_at >= ${p1} AND expires_at < ${p2}`, [NOW, new Date(NOW.getTime() + DAY)]),
     ).toBe(summary.scenarios.expiringNext24h);
     expect(summary.scenarios.expired).toBeGreaterThan(0);
     expect(summary.scenarios.expiringNext24h).toBeGreaterThan(0);
@@ -189,11 +250,11 @@ describe("demo traffic (through the protocol library)", () => {
   it("plants the double charges a key cannot catch: same scope, operation and payload hash under different keys minutes apart", async () => {
     const pairs = await db.sql.query<{ k1: string; k2: string; a1: bigint; a2: bigint; gap: number }>(
       `SELECT a.idempotency_key AS k1, b.idempotency_key AS k2, a.amount_minor AS a1, b.amount_minor AS a2,
-              extract(epoch FROM b.created_at - a.created_at)::float8 AS gap
+              ${byDialect(db, { postgres: "extract(epoch FROM b.created_at - a.created_at)::float8", mysql: "TIMESTAMPDIFF(MICROSECOND, a.created_at, b.created_at) / 1e6" })} AS gap
          FROM idempotency_records a
          JOIN idempotency_records b ON b.scope = a.scope AND b.operation = a.operation AND b.payload_hash = a.payload_hash
                                    AND b.idempotency_key <> a.idempotency_key
-                                   AND b.created_at >= a.created_at AND b.created_at <= a.created_at + interval '10 minutes'
+                                   AND b.created_at >= a.created_at AND b.created_at <= a.created_at + ${TEN_MINUTES(db)}
         WHERE a.status = 'completed' AND b.status = 'completed'
         ORDER BY k1`,
     );
@@ -218,25 +279,30 @@ describe("demo traffic (through the protocol library)", () => {
               (SELECT min(occurred_at) FROM idempotency_events) AS min_event,
               (SELECT max(occurred_at) FROM idempotency_events) AS max_event,
               (SELECT max(greatest(created_at, updated_at)) FROM reconciliation_items) AS max_item,
-              (SELECT max(greatest(created_at, sent_at)) FROM outbox_messages) AS max_outbox,
+              (SELECT max(greatest(created_at, COALESCE(sent_at, created_at))) FROM outbox_messages) AS max_outbox,
               (SELECT min(created_at) FROM outbox_messages) AS min_outbox`,
     );
     for (const k of ["min_created", "min_event", "min_outbox"]) expect(t[k].getTime(), k).toBeGreaterThanOrEqual(from.getTime());
     for (const k of ["max_record", "max_event", "max_item", "max_outbox"]) expect(t[k].getTime(), k).toBeLessThanOrEqual(NOW.getTime());
     // Events never precede their record.
-    expect(await count(db.sql, `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.occurred_at < r.created_at`)).toBe(0);
+    expect(await count(db.sql, `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id WHERE e.occurred_at < r.created_at`)).toBe(
+      0,
+    );
   });
 
   it("follows a daily rhythm and a sensible TTL per operation", async () => {
     const hours = await one<{ night: number; day: number }>(
       db.sql,
-      `SELECT count(*) FILTER (WHERE extract(hour FROM created_at AT TIME ZONE 'UTC') BETWEEN 2 AND 4)::int AS night,
-              count(*) FILTER (WHERE extract(hour FROM created_at AT TIME ZONE 'UTC') BETWEEN 11 AND 13)::int AS day
+      `SELECT count(CASE WHEN ${utcHour(db)} BETWEEN 2 AND 4 THEN 1 END) AS night,
+              count(CASE WHEN ${utcHour(db)} BETWEEN 11 AND 13 THEN 1 END) AS day
          FROM idempotency_records`,
     );
     expect(num(hours.day)).toBeGreaterThan(3 * num(hours.night));
     const ttl = await db.sql.query<{ operation: string; hours: number }>(
-      `SELECT operation, min(extract(epoch FROM expires_at - created_at) / 3600)::int AS hours FROM idempotency_records GROUP BY operation`,
+      `SELECT operation, ${byDialect(db, {
+        postgres: "min(extract(epoch FROM expires_at - created_at) / 3600)::int",
+        mysql: "CAST(min(TIMESTAMPDIFF(SECOND, created_at, expires_at)) / 3600 AS SIGNED)",
+      })} AS hours FROM idempotency_records GROUP BY operation`,
     );
     expect(Object.fromEntries(ttl.map((r) => [r.operation, num(r.hours)]))).toEqual({
       create_order: 24,
@@ -249,10 +315,11 @@ describe("demo traffic (through the protocol library)", () => {
 
   it("completed payments carry outbox messages, mostly dispatched since", async () => {
     const rows = await db.sql.query<{ topic: string; status: string; n: number }>(
-      `SELECT o.topic, o.status, count(*)::int AS n FROM outbox_messages o JOIN idempotency_records r ON r.id = o.record_id
+      `SELECT o.topic, o.status, count(*) AS n FROM outbox_messages o JOIN idempotency_records r ON r.id = o.record_id
         WHERE r.status = 'completed' GROUP BY 1, 2`,
     );
-    const total = (topic: string, status?: string) => rows.filter((r) => r.topic === topic && (!status || r.status === status)).reduce((s, r) => s + num(r.n), 0);
+    const total = (topic: string, status?: string) =>
+      rows.filter((r) => r.topic === topic && (!status || r.status === status)).reduce((s, r) => s + num(r.n), 0);
     expect(total("payment.captured")).toBeGreaterThan(0);
     expect(total("payment.captured", "sent")).toBeGreaterThan(total("payment.captured") * 0.8);
     expect(await count(db.sql, `SELECT 1 FROM outbox_messages o JOIN idempotency_records r ON r.id = o.record_id WHERE r.status <> 'completed'`)).toBe(0);
@@ -364,7 +431,12 @@ describe("bulk generation (set-based SQL)", () => {
 
   it("keeps to the constraints and the protocol's meaning", async () => {
     expect(await count(db.sql, `SELECT 1 FROM idempotency_records WHERE status NOT IN ('processing', 'completed', 'failed', 'pending')`)).toBe(0);
-    expect(await count(db.sql, `SELECT 1 FROM idempotency_records WHERE payload_hash !~ '^[0-9a-f]{64}$' OR currency !~ '^[A-Z]{3}$'`)).toBe(0);
+    expect(
+      await count(
+        db.sql,
+        `SELECT 1 FROM idempotency_records WHERE ${notMatching(db, "payload_hash", "^[0-9a-f]{64}$")} OR ${notMatching(db, "currency", "^[A-Z]{3}$")}`,
+      ),
+    ).toBe(0);
     // Every record: exactly one reservation first, and its outcome event.
     expect(
       await count(
@@ -372,8 +444,8 @@ describe("bulk generation (set-based SQL)", () => {
         `SELECT r.id FROM idempotency_records r JOIN idempotency_events e ON e.record_id = r.id
           GROUP BY r.id, r.status, r.created_at
          HAVING count(*) <> 3
-             OR count(*) FILTER (WHERE e.kind = 'reserved' AND e.occurred_at = r.created_at) <> 1
-             OR count(*) FILTER (WHERE e.kind = r.status) <> CASE WHEN r.status = 'processing' THEN 0 ELSE 1 END
+             OR count(CASE WHEN e.kind = 'reserved' AND e.occurred_at = r.created_at THEN 1 END) <> 1
+             OR count(CASE WHEN e.kind = r.status THEN 1 END) <> CASE WHEN r.status = 'processing' THEN 0 ELSE 1 END
              OR min(e.occurred_at) < r.created_at`,
       ),
     ).toBe(0);
@@ -389,15 +461,20 @@ describe("bulk generation (set-based SQL)", () => {
     expect(await count(db.sql, `SELECT 1 FROM reconciliation_items`)).toBe(result.byStatus.pending);
     // Stuck: processing and older than an hour; never a response.
     expect(
-      await count(db.sql, `SELECT 1 FROM idempotency_records WHERE status = 'processing' AND (updated_at > $1::timestamptz - interval '1 hour' OR response_code IS NOT NULL)`, [NOW]),
+      await count(
+        db.sql,
+        `SELECT 1 FROM idempotency_records WHERE status = 'processing' AND (updated_at > ${db.dialect.param(1)} OR response_code IS NOT NULL)`,
+        [new Date(NOW.getTime() - HOUR)],
+      ),
     ).toBe(0);
     // Conflicts carry both hashes, which differ.
     expect(
       await count(
         db.sql,
         `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
-          WHERE e.kind = 'conflict' AND (e.detail->>'expectedPayloadHash' <> r.payload_hash OR e.detail->>'receivedPayloadHash' <> e.payload_hash
-                OR e.payload_hash = r.payload_hash OR e.payload_hash !~ '^[0-9a-f]{64}$')`,
+          WHERE e.kind = 'conflict' AND (${jsonText(db, "e.detail", "expectedPayloadHash")} <> r.payload_hash
+                OR ${jsonText(db, "e.detail", "receivedPayloadHash")} <> e.payload_hash
+                OR e.payload_hash = r.payload_hash OR ${notMatching(db, "e.payload_hash", "^[0-9a-f]{64}$")})`,
       ),
     ).toBe(0);
     // Replays only for finished records, with their stored code.
@@ -405,7 +482,10 @@ describe("bulk generation (set-based SQL)", () => {
       await count(
         db.sql,
         `SELECT 1 FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
-          WHERE e.kind = 'replayed' AND (r.status NOT IN ('completed', 'failed') OR e.response_code IS DISTINCT FROM r.response_code)`,
+          WHERE e.kind = 'replayed' AND (r.status NOT IN ('completed', 'failed') OR ${byDialect(db, {
+            postgres: "e.response_code IS DISTINCT FROM r.response_code",
+            mysql: "NOT (e.response_code <=> r.response_code)",
+          })})`,
       ),
     ).toBe(0);
     const t = await one<Record<string, Date>>(
@@ -416,7 +496,7 @@ describe("bulk generation (set-based SQL)", () => {
     expect(t.min_created.getTime()).toBeGreaterThanOrEqual(NOW.getTime() - DAYS * DAY);
     expect(t.max_updated.getTime()).toBeLessThanOrEqual(NOW.getTime());
     expect(t.max_event.getTime()).toBeLessThanOrEqual(NOW.getTime());
-    expect(await count(db.sql, `SELECT 1 FROM idempotency_records WHERE expires_at < $1::timestamptz`, [NOW])).toBeGreaterThan(0);
+    expect(await count(db.sql, `SELECT 1 FROM idempotency_records WHERE expires_at < ${db.dialect.param(1)}`, [NOW])).toBeGreaterThan(0);
   });
 
   it("plants double submissions: same scope, operation and hash under another key minutes later", async () => {
@@ -424,7 +504,7 @@ describe("bulk generation (set-based SQL)", () => {
       db.sql,
       `SELECT 1 FROM idempotency_records a JOIN idempotency_records b
           ON b.scope = a.scope AND b.operation = a.operation AND b.payload_hash = a.payload_hash AND b.id <> a.id
-         AND b.created_at > a.created_at AND b.created_at <= a.created_at + interval '10 minutes'`,
+         AND b.created_at > a.created_at AND b.created_at <= a.created_at + ${TEN_MINUTES(db)}`,
     );
     expect(pairs).toBe(result.doubleSubmits);
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseCsv } from "@/lib/api/csv";
+import { parseCsv } from "@/lib/kernel/csv";
 import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
@@ -24,7 +24,7 @@ const to = new Date(now.getTime() + 60_000).toISOString();
 
 const SECRET_CARD = "4111111111111111";
 const SECRET_TEXT = "never-in-an-export-7f3a";
-const FORMULA_KEYS = ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1+2", "-3+cmd|'/Ccalc'!A0", "@SUM(A1:A9)", "plain,with\"quotes\""];
+const FORMULA_KEYS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-3+cmd|'/Ccalc'!A0", "@SUM(A1:A9)", 'plain,with"quotes"'];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -39,7 +39,10 @@ beforeAll(async () => {
     if (r.outcome !== "owner") throw new Error("fixture: expected a new record");
     await store.complete(r.record.id, {
       code: 201,
-      headers: [["Content-Type", "application/json"], ["Set-Cookie", `sid=${SECRET_TEXT}`]],
+      headers: [
+        ["Content-Type", "application/json"],
+        ["Set-Cookie", `sid=${SECRET_TEXT}`],
+      ],
       body: JSON.stringify({ card_number: SECRET_CARD, note: SECRET_TEXT, email: "jane@example.com" }),
       providerReference: `ch_${key.length}`,
     });
@@ -54,7 +57,13 @@ async function exportCsv(list: string, qs: string, token = support.token) {
 }
 
 /** Every page of a list API, following nextCursor. */
-async function apiPages<T = any>(route: { GET: Parameters<typeof call>[0] }, path: string, qs: string, items: (body: any) => T[], next: (body: any) => string | null): Promise<T[]> {
+async function apiPages<T = any>(
+  route: { GET: Parameters<typeof call>[0] },
+  path: string,
+  qs: string,
+  items: (body: any) => T[],
+  next: (body: any) => string | null,
+): Promise<T[]> {
   const out: T[] = [];
   let cursor: string | null = null;
   for (let i = 0; i < 500; i++) {
@@ -82,15 +91,26 @@ const lastAudit = () => db.prisma.auditEntry.findFirst({ orderBy: { id: "desc" }
 describe("CSV export equals the list API", () => {
   it("records (search): same rows, same order, every column, for a listing and a prefix search", async () => {
     const records = await import("@/app/api/v1/records/route");
-    const [sample] = await db.sql.query<{ k: string }>(`SELECT idempotency_key AS k FROM idempotency_records WHERE scope <> 'tenant:csv' ORDER BY id LIMIT 1 OFFSET 11`);
+    const [sample] = await db.sql.query<{ k: string }>(
+      `SELECT idempotency_key AS k FROM idempotency_records WHERE scope <> 'tenant:csv' ORDER BY id LIMIT 1 OFFSET 11`,
+    );
     for (const qs of ["", `q=${encodeURIComponent(sample.k.slice(0, 2))}&field=key&match=prefix`, "status=pending", "q=tenant%3Aacme&field=scope"]) {
       const { res, rows } = await exportCsv("records", qs);
       expect(res.status).toBe(200);
       expect(rows[0]).toEqual(exportColumns("records"));
-      const api = await apiPages(records, "/api/v1/records", qs, (b) => b.items, (b) => b.nextCursor);
+      const api = await apiPages(
+        records,
+        "/api/v1/records",
+        qs,
+        (b) => b.items,
+        (b) => b.nextCursor,
+      );
       expect(api.length, qs).toBeGreaterThan(0);
       const csv = objects(rows);
-      expect(csv.map((r) => r.id), qs).toEqual(api.map((r: any) => r.id));
+      expect(
+        csv.map((r) => r.id),
+        qs,
+      ).toEqual(api.map((r: any) => r.id));
       for (const [i, r] of api.entries()) {
         expect(csv[i]).toMatchObject({
           created_at: r.createdAt,
@@ -116,12 +136,19 @@ describe("CSV export equals the list API", () => {
     for (const qs of ["", "kind=pending&sort=age_asc", "kind=stuck"]) {
       const { res, rows } = await exportCsv("queue", qs);
       expect(res.status).toBe(200);
-      const api = await apiPages(queue, "/api/v1/queue", qs, (b) => b.items, (b) => b.nextCursor);
+      const api = await apiPages(
+        queue,
+        "/api/v1/queue",
+        qs,
+        (b) => b.items,
+        (b) => b.nextCursor,
+      );
       expect(api.length, qs).toBeGreaterThan(0);
       const csv = objects(rows);
-      expect(csv.map((r) => [r.id, r.kind, r.reconciliation_state, r.reconciliation_attempts]), qs).toEqual(
-        api.map((r: any) => [r.id, r.kind, r.reconciliation?.state ?? "", r.reconciliation ? String(r.reconciliation.attempts) : ""]),
-      );
+      expect(
+        csv.map((r) => [r.id, r.kind, r.reconciliation_state, r.reconciliation_attempts]),
+        qs,
+      ).toEqual(api.map((r: any) => [r.id, r.kind, r.reconciliation?.state ?? "", r.reconciliation ? String(r.reconciliation.attempts) : ""]));
     }
   });
 
@@ -134,7 +161,9 @@ describe("CSV export equals the list API", () => {
     const api = await json(apiRes);
     expect(api.clusters.length).toBeGreaterThanOrEqual(demo.scenarios.doubleSubmitPairs);
     expect(api.clusters.length).toBeGreaterThan(0);
-    const expected = api.clusters.flatMap((c: any, i: number) => c.records.map((r: any) => [String(i + 1), r.id, r.providerReference ?? "", c.basis.join(";")]));
+    const expected = api.clusters.flatMap((c: any, i: number) =>
+      c.records.map((r: any) => [String(i + 1), r.id, r.providerReference ?? "", c.basis.join(";")]),
+    );
     expect(objects(rows).map((r) => [r.cluster, r.id, r.provider_reference, r.cluster_basis])).toEqual(expected);
   });
 
@@ -143,7 +172,13 @@ describe("CSV export equals the list API", () => {
     const qs = `from=${from}&to=${to}`;
     const { res, rows } = await exportCsv("conflicts", qs);
     expect(res.status).toBe(200);
-    const api = await apiPages(conflicts, "/api/v1/conflicts", qs, (b) => b.events.items, (b) => b.events.nextCursor);
+    const api = await apiPages(
+      conflicts,
+      "/api/v1/conflicts",
+      qs,
+      (b) => b.events.items,
+      (b) => b.events.nextCursor,
+    );
     expect(api.length).toBe(demo.scenarios.conflicts);
     expect(objects(rows).map((r) => [r.event_id, r.idempotency_key, r.expected_payload_hash, r.received_payload_hash])).toEqual(
       api.map((e: any) => [e.id, e.idempotencyKey, e.expectedPayloadHash ?? "", e.receivedPayloadHash ?? ""]),
@@ -220,7 +255,9 @@ describe("permissions, audit and safety", () => {
 
   it("neutralises spreadsheet formulas and quotes per RFC 4180", async () => {
     const { rows, text } = await exportCsv("records", "q=tenant%3Acsv&field=scope");
-    const keys = objects(rows).map((r) => r.idempotency_key).sort();
+    const keys = objects(rows)
+      .map((r) => r.idempotency_key)
+      .sort();
     expect(keys).toEqual(FORMULA_KEYS.map((k) => (/^[=+\-@]/.test(k) ? `'${k}` : k)).sort());
     expect(text).toContain(`"'=HYPERLINK(""http://evil.example"",""x"")"`);
     expect(text).toContain(`"plain,with""quotes"""`);
@@ -228,7 +265,11 @@ describe("permissions, audit and safety", () => {
   });
 
   it("never exports stored responses (no response header or body columns; secrets absent)", async () => {
-    for (const [list, qs] of [["records", "q=tenant%3Acsv&field=scope"], ["records", ""], ["duplicates", `from=${from}&to=${to}`]] as const) {
+    for (const [list, qs] of [
+      ["records", "q=tenant%3Acsv&field=scope"],
+      ["records", ""],
+      ["duplicates", `from=${from}&to=${to}`],
+    ] as const) {
       const { text, rows } = await exportCsv(list, qs);
       expect(rows[0].some((h) => /response_(body|headers)/.test(h))).toBe(false);
       expect(text).not.toContain(SECRET_CARD);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiRoute } from "@/lib/api/handler";
 import { healthReport } from "@/lib/db/health";
+import { byDialect } from "@/lib/db/dialect";
 import { createEmptyTestDatabase, createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
 let migrated: TestDatabase;
@@ -31,12 +32,24 @@ describe("healthReport", () => {
     expect(report.migrations!.applied).toBeGreaterThan(0);
   });
 
+  it("names the engine that answers: PGlite embedded, PostgreSQL, MariaDB or MySQL", async () => {
+    const report = await healthReport(async () => migrated);
+    const engines = { embedded: ["PGlite"], postgres: ["PostgreSQL"], mysql: ["MariaDB", "MySQL"] }[migrated.mode];
+    expect(engines).toContain(report.database.engine);
+    expect(report.database.version).toMatch(/^\d+(\.\d+)+/);
+  });
+
   it("degraded with the pending migrations on an unmigrated database, and writes nothing", async () => {
     const report = await healthReport(async () => empty);
     expect(report.status).toBe("degraded");
     expect(report.migrations!.state).toBe("pending");
     expect(report.migrations!.pending.length).toBeGreaterThan(0);
-    const [t] = await empty.sql.query<{ t: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS t`);
+    const [t] = await empty.sql.query<{ t: string | null }>(
+      byDialect(empty, {
+        postgres: `SELECT to_regclass('"_prisma_migrations"')::text AS t`,
+        mysql: `SELECT (SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '_prisma_migrations') AS t`,
+      }),
+    );
     expect(t.t).toBeNull();
   });
 

@@ -4,7 +4,9 @@ import { ROUTE_MODULES } from "@/app/api/v1/openapi.json/route-modules";
 import { buildOpenApiDocument, HTTP_METHODS } from "@/lib/api/openapi";
 import { ROLES } from "@/lib/auth/permissions";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { insertReturningId, queryBound } from "./helpers/sql";
 import { call, json, tokenFor } from "./helpers/records-api";
 
 /**
@@ -81,18 +83,28 @@ describe("every mutation takes an Idempotency-Key", () => {
     expect(replayed).toMatchObject({ token: null, withheld: ["token"], apiToken: created.apiToken });
     expect(await db.prisma.apiToken.count({ where: { name: "ci" } })).toBe(1);
     // The plaintext is in no stored answer (whichever table keeps the console's stored answers).
-    const tables = await db.sql.query<{ t: string }>(`SELECT table_name AS t FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'response_body'`);
+    const tables = await db.sql.query<{ t: string }>(
+      `SELECT table_name AS t FROM information_schema.columns WHERE table_schema = ${byDialect(db, { postgres: "'public'", mysql: "DATABASE()" })} AND column_name = 'response_body'`,
+    );
     expect(tables.length).toBeGreaterThan(0);
     for (const { t } of tables) {
-      const [{ n }] = await db.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${t}" WHERE response_body LIKE '%' || $1 || '%'`, [plaintext]);
-      expect(n, t).toBe(0);
+      const [{ n }] = await queryBound<{ n: number }>(
+        db.sql,
+        byDialect(db, {
+          postgres: `SELECT count(*)::int AS n FROM "${t}" WHERE response_body LIKE '%' || $1 || '%'`,
+          mysql: `SELECT CAST(COUNT(*) AS SIGNED) AS n FROM "${t}" WHERE response_body LIKE CONCAT('%', $1, '%')`,
+        }),
+        [plaintext],
+      );
+      expect(Number(n), t).toBe(0);
     }
   });
 
   it("POST /api/v1/records/{id}/reveal: a replay withholds the revealed response; the reveal is audited once", async () => {
-    const [{ id }] = await db.sql.query<{ id: bigint }>(
+    const id = await insertReturningId(
+      db.sql,
       `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_body, expires_at)
-       VALUES ('tenant:r', 'capture_payment', 'k-reveal', repeat('a', 64), 'completed', 200, '{"card":"4242424242424242"}', now() + interval '1 day') RETURNING id`,
+       VALUES ('tenant:r', 'capture_payment', 'k-reveal', repeat('a', 64), 'completed', 200, '{"card":"4242424242424242"}', ${byDialect(db, { postgres: "now() + interval '1 day'", mysql: "NOW(6) + INTERVAL 1 DAY" })})`,
     );
     const { POST } = await import("@/app/api/v1/records/[id]/reveal/route");
     const key = randomUUID();
@@ -114,7 +126,9 @@ describe("every mutation takes an Idempotency-Key", () => {
         const handler = route.module[method];
         if (method === "GET" || typeof handler !== "function" || !handler.spec) continue;
         mutations++;
-        const op = (doc.paths as Record<string, Record<string, { parameters?: { name: string; required: boolean }[] }>>)[route.path.replace(/\[(\w+)\]/g, "{$1}")][method.toLowerCase()];
+        const op = (doc.paths as Record<string, Record<string, { parameters?: { name: string; required: boolean }[] }>>)[
+          route.path.replace(/\[(\w+)\]/g, "{$1}")
+        ][method.toLowerCase()];
         const key = op.parameters?.find((p) => p.name === "Idempotency-Key");
         expect(key, `${method} ${route.path}`).toBeTruthy();
         expect(key!.required, `${method} ${route.path}`).toBe(!!handler.spec.idempotent);

@@ -2,9 +2,10 @@ import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
 import { createRollupRefresher } from "@/lib/stats/refresher";
 import { overviewStats, type Overview } from "@/lib/stats/overview";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingDatabaseServer, usingMysql, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 
 /**
@@ -15,13 +16,16 @@ import { call, json, tokenFor } from "./helpers/records-api";
  * database while the rollup refresher runs every second. Afterwards every overview number
  * equals plain SQL and equals what the service says it did; `npm run stats -- verify` finds
  * nothing to repair (exit 0); a console action changes none of the writers' numbers; and
- * the record page of a record with object headers answers 200 for every role.
+ * the record page of a record with object headers answers 200 for every role. On PostgreSQL
+ * (pdo_pgsql) and on MySQL/MariaDB (pdo_mysql: issue 14's must-show, "every overview number
+ * equals what it did").
  */
 
 const SERVICE = path.resolve(import.meta.dirname, "fixtures/php/independent-service.php");
 const ROOT = path.resolve(import.meta.dirname, "..");
 const modules = spawnSync("php", ["-m"], { encoding: "utf8" });
-const hasPhp = modules.status === 0 && /^pdo_pgsql$/m.test(modules.stdout);
+const PDO_DRIVER = usingMysql ? "pdo_mysql" : "pdo_pgsql";
+const hasPhp = modules.status === 0 && new RegExp(`^${PDO_DRIVER}$`, "m").test(modules.stdout);
 const WORKERS = 4;
 const JOBS = 150;
 const quiet = { log: () => {}, warn: () => {} };
@@ -29,7 +33,7 @@ const ROLES = ["viewer", "support", "operator", "approver", "admin"] as const;
 
 let db: TestDatabase;
 beforeAll(async () => {
-  if (!usingPostgres) return;
+  if (!usingDatabaseServer) return;
   db = await createTestDatabase();
   provideDatabase(db);
 }, 120_000);
@@ -49,20 +53,37 @@ function php(args: string[]): Promise<string> {
 async function raw(asOf: Date) {
   const one = async (text: string, values: unknown[] = []) => Number((await db.sql.query<{ n: bigint }>(text, values))[0].n);
   const byStatus = Object.fromEntries(
-    (await db.sql.query<{ status: string; n: bigint }>(`SELECT status, count(*)::bigint AS n FROM idempotency_records GROUP BY 1`)).map((r) => [r.status, Number(r.n)]),
+    (await db.sql.query<{ status: string; n: bigint }>(`SELECT status, count(*) AS n FROM idempotency_records GROUP BY 1`)).map((r) => [r.status, Number(r.n)]),
   );
-  const events = Object.fromEntries((await db.sql.query<{ kind: string; n: bigint }>(`SELECT kind, count(*)::bigint AS n FROM idempotency_events GROUP BY 1`)).map((r) => [r.kind, Number(r.n)]));
+  const events = Object.fromEntries(
+    (await db.sql.query<{ kind: string; n: bigint }>(`SELECT kind, count(*) AS n FROM idempotency_events GROUP BY 1`)).map((r) => [r.kind, Number(r.n)]),
+  );
   const forecast: number[] = [];
   for (let d = 0; d < 7; d++) {
-    forecast.push(await one(`SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1::timestamptz + make_interval(days => $2) AND expires_at < $1::timestamptz + make_interval(days => $2 + 1)`, [asOf, d]));
+    forecast.push(
+      await byDialect(db, {
+        postgres: () =>
+          one(
+            `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1::timestamptz + make_interval(days => $2) AND expires_at < $1::timestamptz + make_interval(days => $2 + 1)`,
+            [asOf, d],
+          ),
+        mysql: () =>
+          one(`SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at >= ? + INTERVAL ? DAY AND expires_at < ? + INTERVAL ? DAY`, [
+            asOf,
+            d,
+            asOf,
+            d + 1,
+          ]),
+      })(),
+    );
   }
   return {
-    total: await one(`SELECT count(*)::bigint AS n FROM idempotency_records`),
+    total: await one(`SELECT count(*) AS n FROM idempotency_records`),
     byStatus: { processing: byStatus.processing ?? 0, completed: byStatus.completed ?? 0, failed: byStatus.failed ?? 0, pending: byStatus.pending ?? 0 },
-    expired: await one(`SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at < $1`, [asOf]),
+    expired: await one(`SELECT count(*) AS n FROM idempotency_records WHERE expires_at < ${db.dialect.param(1)}`, [asOf]),
     forecast,
     events,
-    openItems: await one(`SELECT count(*)::bigint AS n FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')`),
+    openItems: await one(`SELECT count(*) AS n FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')`),
   };
 }
 
@@ -86,17 +107,22 @@ const shown = (o: Overview) => ({
   openItems: o.reconciliation.open,
 });
 
-const overview = (asOf: Date) => db.withSession((s) => overviewStats(s, { from: new Date(asOf.getTime() - 3_600_000), to: new Date(asOf.getTime() + 60_000) }, { now: asOf }));
+const overview = (asOf: Date) =>
+  db.withSession((s) => overviewStats(s, { from: new Date(asOf.getTime() - 3_600_000), to: new Date(asOf.getTime() + 60_000) }, { now: asOf }));
 
-describe.runIf(usingPostgres && (hasPhp || process.env.CI))("an independent PHP service against a freshly migrated database", () => {
+describe.runIf(usingDatabaseServer && (hasPhp || process.env.CI))("an independent PHP service against a freshly migrated database", () => {
   it("every overview number equals plain SQL and what the service did; verify exits 0; console actions change no writers' number; object-headers records read 200 for every role", async () => {
-    expect(hasPhp, "php with pdo_pgsql").toBe(true);
+    expect(hasPhp, `php with ${PDO_DRIVER}`).toBe(true);
     const url = new URL(db.url!);
-    const dsn = `pgsql:host=${url.hostname};port=${url.port || 5432};dbname=${url.pathname.slice(1)}`;
+    const dsn = usingMysql
+      ? `mysql:host=${url.hostname};port=${url.port || 3306};dbname=${url.pathname.slice(1)}`
+      : `pgsql:host=${url.hostname};port=${url.port || 5432};dbname=${url.pathname.slice(1)}`;
     const refresher = createRollupRefresher({ database: async () => db, intervalSeconds: 1, log: quiet });
     let summaries: Record<string, number>[];
     try {
-      const outputs = await Promise.all(Array.from({ length: WORKERS }, (_, w) => php([dsn, url.username || "postgres", `w${w}`, String(JOBS), String(100 + w)])));
+      const outputs = await Promise.all(
+        Array.from({ length: WORKERS }, (_, w) => php([dsn, url.username || (usingMysql ? "root" : "postgres"), `w${w}`, String(JOBS), String(100 + w)])),
+      );
       summaries = outputs.map((o) => JSON.parse(o.trim().split("\n").pop()!));
       // Two more refreshes after the last write, as the server would do within two seconds.
       await refresher.runOnce();
@@ -127,19 +153,29 @@ describe.runIf(usingPostgres && (hasPhp || process.env.CI))("an independent PHP 
     // before its replay moved it — timing; test/record-census.test.ts checks the reporting.)
 
     // npm run stats -- verify: nothing to repair.
-    const verify = spawnSync(path.join(ROOT, "node_modules/.bin/tsx"), ["scripts/stats.ts", "verify"], { cwd: ROOT, env: { ...process.env, DATABASE_URL: db.url }, encoding: "utf8" });
+    const verify = spawnSync(path.join(ROOT, "node_modules/.bin/tsx"), ["scripts/stats.ts", "verify"], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_URL: db.url },
+      encoding: "utf8",
+    });
     expect(verify.status, verify.stderr + verify.stdout).toBe(0);
     expect(JSON.parse(verify.stdout.trim().split("\n").pop()!)).toMatchObject({ command: "verify", driftRecords: 0 });
 
     // A console action (resolve a pending record by hand) changes none of the writers' numbers.
     const operator = await tokenFor(db, ["operator"]);
-    const [pending] = await db.sql.query<{ id: bigint; version: number }>(`SELECT id, version FROM idempotency_records WHERE status = 'pending' ORDER BY id LIMIT 1`);
+    const [pending] = await db.sql.query<{ id: bigint; version: number }>(
+      `SELECT id, version FROM idempotency_records WHERE status = 'pending' ORDER BY id LIMIT 1`,
+    );
     const resolveRoute = await import("@/app/api/v1/records/[id]/resolve/route");
     const res = await call(
       resolveRoute.POST,
       `/api/v1/records/${pending.id}/resolve`,
       operator.token,
-      { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "console-action-1", origin: "http://console.test" }, body: JSON.stringify({ outcome: "failed", reason: "provider says declined", expectedVersion: pending.version }) },
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "console-action-1", origin: "http://console.test" },
+        body: JSON.stringify({ outcome: "failed", reason: "provider says declined", expectedVersion: pending.version }),
+      },
       { id: String(pending.id) },
     );
     expect(res.status).toBe(200);
@@ -152,7 +188,12 @@ describe.runIf(usingPostgres && (hasPhp || process.env.CI))("an independent PHP 
     expect((await db.sql.query(`SELECT 1 FROM console_requests`)).length).toBe(1);
 
     // The record page of a record whose headers the service stored as an object: 200 for every role.
-    const [objectHeaders] = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE jsonb_typeof(response_headers) = 'object' AND status = 'completed' ORDER BY id LIMIT 1`);
+    const [objectHeaders] = await db.sql.query<{ id: bigint }>(
+      byDialect(db, {
+        postgres: `SELECT id FROM idempotency_records WHERE jsonb_typeof(response_headers) = 'object' AND status = 'completed' ORDER BY id LIMIT 1`,
+        mysql: `SELECT id FROM idempotency_records WHERE JSON_TYPE(response_headers) = 'OBJECT' AND status = 'completed' ORDER BY id LIMIT 1`,
+      }),
+    );
     const detail = await import("@/app/api/v1/records/[id]/route");
     for (const role of ROLES) {
       const { token } = await tokenFor(db, [role]);

@@ -3,6 +3,7 @@ process.env.STUCK_THRESHOLDS = "default=5m,capture_payment=2m";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET } from "@/app/api/metrics/route";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
 import { generateDemoTraffic } from "@/lib/demo/traffic";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { createTestToken, createTestUser, useTestAuthEnv } from "./helpers/auth-fixtures";
@@ -11,7 +12,7 @@ import { createTestDatabase, type TestDatabase } from "./helpers/db";
 /**
  * GET /api/metrics: a valid Prometheus text exposition whose every value equals a direct
  * SQL count over the raw tables (at the instant the exposition says it read them), and
- * which needs a token with stats.read.
+ * which needs a token with stats.read. (On MySQL/MariaDB the SQL is spelled for it where it differs.)
  */
 
 useTestAuthEnv();
@@ -99,15 +100,28 @@ async function expectEqualsSql() {
     ...zeros,
     ...Object.fromEntries((await db.sql.query<{ operation: string; n: number }>(sql, params)).map((r) => [r.operation, Number(r.n)])),
   });
-  const threshold = `CASE operation WHEN 'capture_payment' THEN 120 ELSE 300 END * interval '1 second'`;
+  const threshold = `CASE operation WHEN 'capture_payment' THEN 120 ELSE 300 END`;
+  // MySQL's spelling where it differs (ADR 0012).
+  const p1 = db.dialect.param(1);
 
   expect(byOp(m.get("idempotency_records_processing_stuck"))).toEqual(
-    await group(`SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'processing' AND updated_at < $1::timestamptz - ${threshold} GROUP BY 1`, [asOf]),
+    await group(
+      byDialect(db, {
+        postgres: `SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'processing' AND updated_at < $1::timestamptz - ${threshold} * interval '1 second' GROUP BY 1`,
+        mysql: `SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'processing' AND updated_at < ? - INTERVAL (${threshold}) SECOND GROUP BY 1`,
+      }),
+      [asOf],
+    ),
   );
   expect(byOp(m.get("idempotency_stuck_threshold_seconds"))).toEqual(Object.fromEntries(ops.map((o) => [o, o === "capture_payment" ? 120 : 300])));
-  expect(byOp(m.get("idempotency_records_pending"))).toEqual(await group(`SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'pending' GROUP BY 1`));
+  expect(byOp(m.get("idempotency_records_pending"))).toEqual(
+    await group(`SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'pending' GROUP BY 1`),
+  );
   const ages = await group(
-    `SELECT operation, extract(epoch FROM $1::timestamptz - min(updated_at))::float8 AS n FROM idempotency_records WHERE status = 'pending' GROUP BY 1`,
+    byDialect(db, {
+      postgres: `SELECT operation, extract(epoch FROM $1::timestamptz - min(updated_at))::float8 AS n FROM idempotency_records WHERE status = 'pending' GROUP BY 1`,
+      mysql: `SELECT operation, TIMESTAMPDIFF(MICROSECOND, MIN(updated_at), ?) / 1000000 AS n FROM idempotency_records WHERE status = 'pending' GROUP BY 1`,
+    }),
     [asOf],
   );
   const exposedAges = byOp(m.get("idempotency_oldest_pending_age_seconds"));
@@ -115,9 +129,9 @@ async function expectEqualsSql() {
   for (const op of Object.keys(ages)) expect(exposedAges[op], op).toBeCloseTo(ages[op], 2);
   expect(Object.values(ages).some((a) => a > 0)).toBe(true);
   expect(byOp(m.get("idempotency_records_expired_not_purged"))).toEqual(
-    await group(`SELECT operation, count(*) AS n FROM idempotency_records WHERE expires_at < $1 GROUP BY 1`, [asOf]),
+    await group(`SELECT operation, count(*) AS n FROM idempotency_records WHERE expires_at < ${p1} GROUP BY 1`, [asOf]),
   );
-  const [open] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')`);
+  const [open] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')`);
   expect(m.get("idempotency_reconciliation_items_open")!.samples).toEqual([{ labels: {}, value: Number(open.n) }]);
 
   // Counters: all-time totals, from the rollups (+ the raw remainder), equal to the raw events.
@@ -125,15 +139,26 @@ async function expectEqualsSql() {
   expect(byOp(m.get("idempotency_requests_total"))).toEqual(
     await group(`SELECT operation, count(*) AS n FROM idempotency_events WHERE kind IN ('reserved', 'replayed', 'conflict', 'in_progress') GROUP BY 1`),
   );
-  expect(byOp(m.get("idempotency_replays_total"))).toEqual(await group(`SELECT operation, count(*) AS n FROM idempotency_events WHERE kind = 'replayed' GROUP BY 1`));
-  expect(byOp(m.get("idempotency_conflicts_total"))).toEqual(await group(`SELECT operation, count(*) AS n FROM idempotency_events WHERE kind = 'conflict' GROUP BY 1`));
-  const kinds = await db.sql.query<{ operation: string; kind: string; n: bigint }>(`SELECT operation, kind, count(*)::bigint AS n FROM idempotency_events GROUP BY 1, 2`);
+  expect(byOp(m.get("idempotency_replays_total"))).toEqual(
+    await group(`SELECT operation, count(*) AS n FROM idempotency_events WHERE kind = 'replayed' GROUP BY 1`),
+  );
+  expect(byOp(m.get("idempotency_conflicts_total"))).toEqual(
+    await group(`SELECT operation, count(*) AS n FROM idempotency_events WHERE kind = 'conflict' GROUP BY 1`),
+  );
+  const kinds = await db.sql.query<{ operation: string; kind: string; n: bigint }>(
+    `SELECT operation, kind, count(*) AS n FROM idempotency_events GROUP BY 1, 2`,
+  );
   expect(Object.fromEntries(m.get("idempotency_events_total")!.samples.map((s) => [`${s.labels.operation}/${s.labels.kind}`, s.value]))).toEqual(
     Object.fromEntries(kinds.map((k) => [`${k.operation}/${k.kind}`, Number(k.n)])),
   );
 
-  const [state] = await db.sql.query<{ w: bigint }>(`SELECT COALESCE(max(watermark), 0)::bigint AS w FROM rollup_state WHERE name = 'events'`);
-  const [lag] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events WHERE id > $1`, [state.w]);
+  const [state] = await db.sql.query<{ w: bigint }>(
+    byDialect(db, {
+      postgres: `SELECT COALESCE(max(watermark), 0)::bigint AS w FROM rollup_state WHERE name = 'events'`,
+      mysql: `SELECT CAST(COALESCE(MAX(watermark), 0) AS SIGNED) AS w FROM rollup_state WHERE name = 'events'`,
+    }),
+  );
+  const [lag] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events WHERE id > ${p1}`, [state.w]);
   expect(m.get("idempotency_rollup_lag_events")!.samples[0].value).toBe(Number(lag.n));
   return m;
 }

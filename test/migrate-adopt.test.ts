@@ -87,7 +87,12 @@ describe("adopting a service's existing tables", () => {
       expect(uniques.map((u) => u.name)).toEqual(["idem_unique"]);
       const invalid = await db.sql.query(`SELECT 1 FROM pg_index WHERE NOT indisvalid`);
       expect(invalid).toEqual([]);
-      for (const name of ["idempotency_records_expires_at_idx", "idempotency_records_unsettled_status_idx", "idempotency_records_provider_reference_idx", "idempotency_events_record_id_occurred_at_idx"]) {
+      for (const name of [
+        "idempotency_records_expires_at_idx",
+        "idempotency_records_unsettled_status_idx",
+        "idempotency_records_provider_reference_idx",
+        "idempotency_events_record_id_occurred_at_idx",
+      ]) {
         expect((await db.sql.query(`SELECT 1 FROM pg_class WHERE relname = $1`, [name])).length, name).toBe(1);
       }
       const [first] = await db.sql.query<{ logs: string }>(`SELECT logs FROM _prisma_migrations WHERE migration_name = '20261130000000_shared_tables'`);
@@ -100,21 +105,29 @@ describe("adopting a service's existing tables", () => {
     });
   }, 180_000);
 
-  it.skipIf(!usingPostgres)("three runners adopting at once (several deploy jobs): each migration applied once, every index valid", async () => {
-    await withDb(async (db) => {
-      await db.sql.exec(SERVICE_DDL);
-      const others = await Promise.all([1, 2].map(() => openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 1 })));
-      try {
-        const results = await Promise.all([db, ...others].map((h) => h.withSession((s) => migrate(s))));
-        const names = (await db.sql.query<{ n: string }>(`SELECT migration_name AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY 1`)).map((r) => r.n);
-        expect(results.flatMap((r) => r.applied).sort()).toEqual(names);
-        expect(new Set(names).size).toBe(names.length);
-        expect(await db.sql.query(`SELECT 1 FROM pg_index WHERE NOT indisvalid`)).toEqual([]);
-      } finally {
-        await Promise.all(others.map((o) => o.close()));
-      }
-    });
-  }, 180_000);
+  it.skipIf(!usingPostgres)(
+    "three runners adopting at once (several deploy jobs): each migration applied once, every index valid",
+    async () => {
+      await withDb(async (db) => {
+        await db.sql.exec(SERVICE_DDL);
+        const others = await Promise.all([1, 2].map(() => openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 1 })));
+        try {
+          const results = await Promise.all([db, ...others].map((h) => h.withSession((s) => migrate(s))));
+          const names = (
+            await db.sql.query<{ n: string }>(
+              `SELECT migration_name AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY 1`,
+            )
+          ).map((r) => r.n);
+          expect(results.flatMap((r) => r.applied).sort()).toEqual(names);
+          expect(new Set(names).size).toBe(names.length);
+          expect(await db.sql.query(`SELECT 1 FROM pg_index WHERE NOT indisvalid`)).toEqual([]);
+        } finally {
+          await Promise.all(others.map((o) => o.close()));
+        }
+      });
+    },
+    180_000,
+  );
 
   it("refuses, naming them, when columns the console cannot do without are missing; changes nothing", async () => {
     await withDb(async (db) => {
@@ -122,70 +135,83 @@ describe("adopting a service's existing tables", () => {
                          INSERT INTO idempotency_records (scope, idem_key, status) VALUES ('a', 'k', 'completed');`);
       const err = await db.withSession((s) => migrate(s)).catch((e) => e);
       expect(err).toBeInstanceOf(MigrationError);
-      expect(err.message).toMatch(/idempotency_records\.operation, idempotency_records\.idempotency_key, idempotency_records\.payload_hash, idempotency_records\.expires_at/);
-      const cols = await db.sql.query<{ c: string }>(`SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'idempotency_records' ORDER BY 1`);
+      expect(err.message).toMatch(
+        /idempotency_records\.operation, idempotency_records\.idempotency_key, idempotency_records\.payload_hash, idempotency_records\.expires_at/,
+      );
+      const cols = await db.sql.query<{ c: string }>(
+        `SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'idempotency_records' ORDER BY 1`,
+      );
       expect(cols.map((c) => c.c)).toEqual(["id", "idem_key", "scope", "status"]);
       expect(await db.sql.query(`SELECT to_regclass('idempotency_events') AS t`)).toEqual([{ t: null }]);
     });
   });
 
-  it.skipIf(!usingPostgres)("writers keep writing while it migrates: no statement fails, none waits past the lock timeout, even behind a long transaction", async () => {
-    vi.stubEnv("MIGRATE_LOCK_TIMEOUT_MS", "400");
-    await withDb(async (db) => {
-      await db.sql.exec(SERVICE_DDL);
-      const latencies: number[] = [];
-      const failures: string[] = [];
-      let running = true;
-      const writer = async (lane: number) => {
-        const c = new pg.Client({ connectionString: db.url });
-        await c.connect();
-        try {
-          for (let i = 0; running; i++) {
-            const t = performance.now();
-            try {
-              await c.query(
-                `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_headers, expires_at)
+  it.skipIf(!usingPostgres)(
+    "writers keep writing while it migrates: no statement fails, none waits past the lock timeout, even behind a long transaction",
+    async () => {
+      vi.stubEnv("MIGRATE_LOCK_TIMEOUT_MS", "400");
+      await withDb(async (db) => {
+        await db.sql.exec(SERVICE_DDL);
+        const latencies: number[] = [];
+        const failures: string[] = [];
+        let running = true;
+        const writer = async (lane: number) => {
+          const c = new pg.Client({ connectionString: db.url });
+          await c.connect();
+          try {
+            for (let i = 0; running; i++) {
+              const t = performance.now();
+              try {
+                await c.query(
+                  `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_headers, expires_at)
                  VALUES ($1, 'capture_payment', $2::text, md5($2::text) || md5($2::text), 'processing', '{"x":"y"}', now() + interval '1 day')`,
-                [`tenant:live${lane}`, `live-${lane}-${i}`],
-              );
-              await c.query(`UPDATE idempotency_records SET status = 'completed', response_code = 201 WHERE scope = $1 AND idempotency_key = $2::text`, [`tenant:live${lane}`, `live-${lane}-${i}`]);
-            } catch (e) {
-              failures.push((e as Error).message);
+                  [`tenant:live${lane}`, `live-${lane}-${i}`],
+                );
+                await c.query(`UPDATE idempotency_records SET status = 'completed', response_code = 201 WHERE scope = $1 AND idempotency_key = $2::text`, [
+                  `tenant:live${lane}`,
+                  `live-${lane}-${i}`,
+                ]);
+              } catch (e) {
+                failures.push((e as Error).message);
+              }
+              latencies.push(performance.now() - t);
             }
-            latencies.push(performance.now() - t);
+          } finally {
+            await c.end();
           }
-        } finally {
+        };
+        // A writer's long transaction: holds its row lock on the table for 2.5 s while the migration starts.
+        const long = async () => {
+          const c = new pg.Client({ connectionString: db.url });
+          await c.connect();
+          await c.query(`BEGIN`);
+          await c.query(`UPDATE idempotency_records SET updated_at = now() WHERE id = 1`);
+          await new Promise((r) => setTimeout(r, 2500));
+          await c.query(`COMMIT`);
           await c.end();
-        }
-      };
-      // A writer's long transaction: holds its row lock on the table for 2.5 s while the migration starts.
-      const long = async () => {
-        const c = new pg.Client({ connectionString: db.url });
-        await c.connect();
-        await c.query(`BEGIN`);
-        await c.query(`UPDATE idempotency_records SET updated_at = now() WHERE id = 1`);
-        await new Promise((r) => setTimeout(r, 2500));
-        await c.query(`COMMIT`);
-        await c.end();
-      };
-      const writers = [0, 1, 2].map(writer);
-      const held = long();
-      await new Promise((r) => setTimeout(r, 200));
-      const logs: string[] = [];
-      const r = await db.withSession((s) => migrate(s, { log: (l) => logs.push(l) }));
-      running = false;
-      await Promise.all([...writers, held]);
-      expect(r.status.state).toBe("up_to_date");
-      expect(failures).toEqual([]);
-      latencies.sort((a, b) => a - b);
-      const max = latencies[latencies.length - 1];
-      console.log(`adopt under load: ${latencies.length} writer round trips, p50 ${latencies[Math.floor(latencies.length / 2)].toFixed(1)} ms, max ${max.toFixed(0)} ms; lock waits retried: ${logs.filter((l) => l.includes("trying again")).length}`);
-      // The long transaction made a DDL step wait and retry; the writers waited at most about one lock timeout each time.
-      expect(logs.some((l) => l.includes("trying again"))).toBe(true);
-      expect(max).toBeLessThan(400 + 1500);
-      expect(latencies.length).toBeGreaterThan(100);
-    });
-  }, 300_000);
+        };
+        const writers = [0, 1, 2].map(writer);
+        const held = long();
+        await new Promise((r) => setTimeout(r, 200));
+        const logs: string[] = [];
+        const r = await db.withSession((s) => migrate(s, { log: (l) => logs.push(l) }));
+        running = false;
+        await Promise.all([...writers, held]);
+        expect(r.status.state).toBe("up_to_date");
+        expect(failures).toEqual([]);
+        latencies.sort((a, b) => a - b);
+        const max = latencies[latencies.length - 1];
+        console.log(
+          `adopt under load: ${latencies.length} writer round trips, p50 ${latencies[Math.floor(latencies.length / 2)].toFixed(1)} ms, max ${max.toFixed(0)} ms; lock waits retried: ${logs.filter((l) => l.includes("trying again")).length}`,
+        );
+        // The long transaction made a DDL step wait and retry; the writers waited at most about one lock timeout each time.
+        expect(logs.some((l) => l.includes("trying again"))).toBe(true);
+        expect(max).toBeLessThan(400 + 1500);
+        expect(latencies.length).toBeGreaterThan(100);
+      });
+    },
+    300_000,
+  );
 });
 
 describe("the concurrent-index plan (lib/db/online-ddl.ts)", () => {

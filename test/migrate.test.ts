@@ -56,21 +56,21 @@ interface Row {
   applied_steps_count: number;
 }
 
-const rows = (sql: SqlExecutor) =>
-  sql.query<Row>(`SELECT * FROM "_prisma_migrations" ORDER BY started_at, migration_name`);
+const rows = (sql: SqlExecutor) => sql.query<Row>(`SELECT * FROM "_prisma_migrations" ORDER BY started_at, migration_name`);
 
 const tables = async (sql: SqlExecutor) =>
-  (
-    await sql.query<{ name: string }>(
-      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`,
-    )
-  ).map((r) => r.name);
+  (await sql.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`)).map(
+    (r) => r.name,
+  );
 
 const tableExists = async (sql: SqlExecutor, name: string) =>
   (await sql.query<{ t: string | null }>(`SELECT to_regclass($1)::text AS t`, [`"${name}"`]))[0].t !== null;
 
 async function localMigrationNames(dir = DEFAULT_MIGRATIONS_DIR): Promise<string[]> {
-  return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 /** What to expect when the migrate() call rejects: a MigrationError naming `migration`. */
@@ -188,9 +188,7 @@ describe("rerun and concurrency", () => {
   it.runIf(usingPostgres)("Postgres: runners on separate connections started together both succeed", async () => {
     await withEmptyDb(async (db) => {
       const dir = await slowMigrations();
-      const others: Database[] = await Promise.all(
-        [1, 2, 3].map(() => openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 1 })),
-      );
+      const others: Database[] = await Promise.all([1, 2, 3].map(() => openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 1 })));
       try {
         // They really ran at the same time: some runner waited for Prisma's advisory lock (it asks again every 200 ms).
         const waited: string[] = [];
@@ -200,10 +198,7 @@ describe("rerun and concurrency", () => {
         expect(sawWaiter()).toBe(true);
         await expectEachRecordedOnce(db.sql, dir, results);
         // Every runner released Prisma's advisory lock.
-        const locks = await db.sql.query(
-          `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1`,
-          [LOCKS.migrate],
-        );
+        const locks = await db.sql.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1`, [LOCKS.migrate]);
         expect(locks).toEqual([]);
       } finally {
         await Promise.all(others.map((o) => o.close()));
@@ -252,7 +247,11 @@ describe("refusals and failures", () => {
 
       const rowsBefore = await rows(db.sql);
       const tablesBefore = await tables(db.sql);
-      await expectMigrationError(db.withSession((s) => migrate(s, { dir })), FIRST, /modified/);
+      await expectMigrationError(
+        db.withSession((s) => migrate(s, { dir })),
+        FIRST,
+        /modified/,
+      );
       expect(await rows(db.sql)).toEqual(rowsBefore);
       expect(await tables(db.sql)).toEqual(tablesBefore);
       expect(await tableExists(db.sql, "next_extra")).toBe(false);
@@ -285,9 +284,7 @@ describe("refusals and failures", () => {
       expect(await tableExists(db.sql, "idempotency_records")).toBe(true);
       expect(await tableExists(db.sql, "partial_a")).toBe(false);
       expect(await tableExists(db.sql, "partial_b")).toBe(false);
-      const cols = await db.sql.query(
-        `SELECT 1 FROM information_schema.columns WHERE table_name = 'idempotency_records' AND column_name = 'partial_col'`,
-      );
+      const cols = await db.sql.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'idempotency_records' AND column_name = 'partial_col'`);
       expect(cols).toEqual([]);
 
       const recorded = await rows(db.sql);
@@ -341,7 +338,11 @@ describe("refusals and failures", () => {
       );
       const before = await rows(db.sql);
 
-      await expectMigrationError(db.withSession((s) => migrate(s, { dir })), half, /never finished/);
+      await expectMigrationError(
+        db.withSession((s) => migrate(s, { dir })),
+        half,
+        /never finished/,
+      );
       expect(await rows(db.sql)).toEqual(before);
       expect(await tableExists(db.sql, "half_extra")).toBe(false);
       const status = await migrationStatus(db.sql, dir);

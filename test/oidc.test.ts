@@ -18,7 +18,20 @@ const config = (env: Record<string, string>): OidcConfig => oidcConfigFromEnv({ 
 const DISCOVERY: Record<string, OidcDiscovery> = {
   keycloak: {
     issuer: "https://kc.example.com/realms/payments",
-    scopes_supported: ["openid", "profile", "email", "roles", "web-origins", "acr", "basic", "microprofile-jwt", "offline_access", "phone", "address", "organization"],
+    scopes_supported: [
+      "openid",
+      "profile",
+      "email",
+      "roles",
+      "web-origins",
+      "acr",
+      "basic",
+      "microprofile-jwt",
+      "offline_access",
+      "phone",
+      "address",
+      "organization",
+    ],
     end_session_endpoint: "https://kc.example.com/realms/payments/protocol/openid-connect/logout",
   },
   okta: {
@@ -32,7 +45,11 @@ const DISCOVERY: Record<string, OidcDiscovery> = {
     end_session_endpoint: "https://login.microsoftonline.com/11111111-2222-3333-4444-555555555555/oauth2/v2.0/logout",
   },
   google: { issuer: "https://accounts.google.com", scopes_supported: ["openid", "email", "profile"] },
-  "oidc-provider": { issuer: "http://127.0.0.1:3102", scopes_supported: ["openid", "offline_access", "email", "profile", "groups"], end_session_endpoint: "http://127.0.0.1:3102/session/end" },
+  "oidc-provider": {
+    issuer: "http://127.0.0.1:3102",
+    scopes_supported: ["openid", "offline_access", "email", "profile", "groups"],
+    end_session_endpoint: "http://127.0.0.1:3102/session/end",
+  },
 };
 
 describe("scopes: the groups scope only where the provider offers one (Okta, Entra and Google refuse unknown scopes)", () => {
@@ -59,7 +76,11 @@ describe("scopes: the groups scope only where the provider offers one (Okta, Ent
 describe("groups from each provider's claims", () => {
   it("Keycloak: the Group Membership mapper (names, or full paths), or realm roles by dotted path", () => {
     const claims = { sub: "s", groups: ["/payments/ops", "support"], realm_access: { roles: ["payments-admin", "offline_access"] } };
-    const map = config({ OIDC_ISSUER: DISCOVERY.keycloak.issuer, OIDC_ROLE_MAP: "/payments/ops=operator,payments-admin=admin", OIDC_GROUPS_CLAIM: "groups,realm_access.roles" });
+    const map = config({
+      OIDC_ISSUER: DISCOVERY.keycloak.issuer,
+      OIDC_ROLE_MAP: "/payments/ops=operator,payments-admin=admin",
+      OIDC_GROUPS_CLAIM: "groups,realm_access.roles",
+    });
     const groups = groupsFromClaims(claims, map.groupsClaims);
     expect(groups).toEqual(["/payments/ops", "support", "payments-admin", "offline_access"]);
     expect(rolesFromGroups(groups, map.roleMap)).toEqual(["operator", "admin"]);
@@ -89,9 +110,18 @@ describe("RP-initiated logout", () => {
     const c = config({ OIDC_ISSUER: DISCOVERY.okta.issuer, OIDC_ROLE_MAP: "g=viewer" });
     const url = new URL(endSessionUrl(c, DISCOVERY.okta, { idToken: "eyJ.id.token", postLogoutRedirectUri: "https://console.example.com/login" })!);
     expect(url.origin + url.pathname).toBe("https://example.okta.com/oauth2/v1/logout");
-    expect(Object.fromEntries(url.searchParams)).toEqual({ id_token_hint: "eyJ.id.token", client_id: "console", post_logout_redirect_uri: "https://console.example.com/login" });
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      id_token_hint: "eyJ.id.token",
+      client_id: "console",
+      post_logout_redirect_uri: "https://console.example.com/login",
+    });
     expect(endSessionUrl(c, DISCOVERY.google, { idToken: "t", postLogoutRedirectUri: "x" })).toBeNull();
-    expect(endSessionUrl(config({ OIDC_ISSUER: "https://x", OIDC_ROLE_MAP: "g=viewer", OIDC_LOGOUT: "off" }), DISCOVERY.okta, { idToken: "t", postLogoutRedirectUri: "x" })).toBeNull();
+    expect(
+      endSessionUrl(config({ OIDC_ISSUER: "https://x", OIDC_ROLE_MAP: "g=viewer", OIDC_LOGOUT: "off" }), DISCOVERY.okta, {
+        idToken: "t",
+        postLogoutRedirectUri: "x",
+      }),
+    ).toBeNull();
   });
 });
 
@@ -104,8 +134,13 @@ describe("failed callbacks are audited", () => {
 
   it("next-auth's refusals of a callback (tampered state, provider error) are written; our own refusals and other routes are not written twice", async () => {
     const meta = { ip: "203.0.113.5", userAgent: "Browser/9", requestId: "r1" };
-    const write = (path: string, location: string | null, errors: string[] = [], providerError: string | null = null) => auditSsoFailure(db.prisma, { path, location, errors, providerError }, meta);
-    expect(await write("/api/auth/callback/oidc", "http://c.test/login?callbackUrl=%2F&error=OAuthCallback", ["OAUTH_CALLBACK_ERROR: state mismatch, expected x, got: y"])).toBe(true);
+    const write = (path: string, location: string | null, errors: string[] = [], providerError: string | null = null) =>
+      auditSsoFailure(db.prisma, { path, location, errors, providerError }, meta);
+    expect(
+      await write("/api/auth/callback/oidc", "http://c.test/login?callbackUrl=%2F&error=OAuthCallback", [
+        "OAUTH_CALLBACK_ERROR: state mismatch, expected x, got: y",
+      ]),
+    ).toBe(true);
     expect(await write("/api/auth/callback/oidc", "/login?error=OAuthCallback", [], "access_denied")).toBe(true);
     expect(await write("/api/auth/callback/oidc", "/login?error=SsoNoRole")).toBe(false);
     expect(await write("/api/auth/callback/oidc", "/")).toBe(false);
@@ -113,7 +148,11 @@ describe("failed callbacks are audited", () => {
     expect(await write("/api/auth/session", "/login?error=x")).toBe(false);
     const entries = await db.prisma.auditEntry.findMany({ where: { action: "auth.sign_in_failed" }, orderBy: { id: "asc" } });
     expect(entries).toHaveLength(2);
-    expect(entries[0]).toMatchObject({ outcome: "refused", ip: "203.0.113.5", detail: { method: "sso", provider: "oidc", stage: "callback", reason: "OAuthCallback", errors: [expect.stringContaining("state mismatch")] } });
+    expect(entries[0]).toMatchObject({
+      outcome: "refused",
+      ip: "203.0.113.5",
+      detail: { method: "sso", provider: "oidc", stage: "callback", reason: "OAuthCallback", errors: [expect.stringContaining("state mismatch")] },
+    });
     expect(entries[1].detail).toMatchObject({ providerError: "access_denied" });
   });
 });

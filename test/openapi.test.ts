@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { apiRoute } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { reasonSchema } from "@/lib/api/schemas";
+import { reasonSchema } from "@/lib/kernel/input";
 import { buildOpenApiDocument, HTTP_METHODS } from "@/lib/api/openapi";
 import { provideDatabase } from "@/lib/db/client";
 import { GET as openApiGet } from "@/app/api/v1/openapi.json/route";
@@ -14,6 +14,8 @@ import { manifestSource } from "../scripts/route-manifest.mjs";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 import { StateConflictError } from "@/lib/kernel/errors";
+import { byDialect } from "@/lib/db/dialect";
+import { queryBound } from "./helpers/sql";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -46,10 +48,15 @@ describe("OpenAPI document", () => {
         expect(op["x-permission"]).toBe(handler.access);
         expect(op.summary, `${method} ${p} needs a summary in its apiRoute spec`).not.toMatch(/^(GET|POST|PUT|PATCH|DELETE) /);
         for (const name of p.match(/\{(\w+)\}/g) ?? []) {
-          expect(op.parameters.some((x: { in: string; name: string }) => x.in === "path" && `{${x.name}}` === name), `${method} ${p} documents ${name}`).toBe(true);
+          expect(
+            op.parameters.some((x: { in: string; name: string }) => x.in === "path" && `{${x.name}}` === name),
+            `${method} ${p} documents ${name}`,
+          ).toBe(true);
         }
         if (handler.spec.idempotent) {
-          expect(op.parameters.some((x: { in: string; name: string; required: boolean }) => x.in === "header" && x.name === "Idempotency-Key" && x.required)).toBe(true);
+          expect(
+            op.parameters.some((x: { in: string; name: string; required: boolean }) => x.in === "header" && x.name === "Idempotency-Key" && x.required),
+          ).toBe(true);
           expect(op.responses["422"]).toBeTruthy();
         }
         if (handler.spec.body) expect(op.requestBody.content["application/json"].schema.type).toBe("object");
@@ -58,9 +65,9 @@ describe("OpenAPI document", () => {
     }
     expect(operations).toBeGreaterThan(20);
     // Every mutation of the operator actions (issue 5) is idempotent.
-    const operatorActions = Object.values(doc.paths).flatMap((ops: any) => Object.values(ops)).filter((op: any) =>
-      /^(records\.(resolve|reconcile|legal_hold)|compensations\.|purges\.|retention\.|legal_holds\.)/.test(op["x-audit-action"] ?? ""),
-    );
+    const operatorActions = Object.values(doc.paths)
+      .flatMap((ops: any) => Object.values(ops))
+      .filter((op: any) => /^(records\.(resolve|reconcile|legal_hold)|compensations\.|purges\.|retention\.|legal_holds\.)/.test(op["x-audit-action"] ?? ""));
     for (const op of operatorActions as any[]) expect(op["x-idempotent"], op.operationId).toBe(true);
   });
 
@@ -88,7 +95,13 @@ describe("OpenAPI document", () => {
 describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)", () => {
   let executions = 0;
   const handler = apiRoute(
-    { access: "records.resolve", summary: "test", action: "records.test_action", idempotent: true, body: z.object({ reason: reasonSchema, n: z.number().int() }) },
+    {
+      access: "records.resolve",
+      summary: "test",
+      action: "records.test_action",
+      idempotent: true,
+      body: z.object({ reason: reasonSchema, n: z.number().int() }),
+    },
     async ({ body }) => {
       executions++;
       await new Promise((r) => setTimeout(r, 50));
@@ -130,7 +143,7 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     expect(executions).toBe(2);
 
     const rows = await db.sql.query<{ scope: string; operation: string; status: string }>(
-      `SELECT user_id::text AS scope, action AS operation, status FROM console_requests WHERE action = 'records.test_action' ORDER BY id`,
+      `SELECT user_id AS scope, action AS operation, status FROM console_requests WHERE action = 'records.test_action' ORDER BY id`,
     );
     expect(rows.map((r) => r.status)).toEqual(["completed", "completed"]);
     expect(new Set(rows.map((r) => r.scope)).size).toBe(2);
@@ -157,8 +170,9 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     const first = await post(token, "died", { reason: "because", n: 3 });
     expect(first.status).toBe(201);
     // As if the process had died between the action and storing its answer, 10 minutes ago.
-    await db.sql.query(
-      `UPDATE console_requests SET status = 'processing', response_code = NULL, response_body = NULL, updated_at = now() - interval '10 minutes' WHERE user_id = $1 AND idempotency_key = 'died'`,
+    await queryBound(
+      db.sql,
+      `UPDATE console_requests SET status = 'processing', response_code = NULL, response_body = NULL, updated_at = ${byDialect(db, { postgres: "now() - interval '10 minutes'", mysql: "UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE" })} WHERE user_id = $1 AND idempotency_key = 'died'`,
       [userId],
     );
     expect((await post(token, "died", { reason: "because", n: 4 })).status).toBe(422); // another request: still refused
@@ -167,7 +181,11 @@ describe("idempotent console mutations (lib/api/idempotent.ts through apiRoute)"
     expect(again.headers.get("idempotent-replayed")).toBeNull();
     expect(executions).toBe(2);
     // Within the lease, a retry is told the first is still in progress.
-    await db.sql.query(`UPDATE console_requests SET status = 'processing', updated_at = now() WHERE user_id = $1 AND idempotency_key = 'died'`, [userId]);
+    await queryBound(
+      db.sql,
+      `UPDATE console_requests SET status = 'processing', updated_at = ${byDialect(db, { postgres: "now()", mysql: "UTC_TIMESTAMP(6)" })} WHERE user_id = $1 AND idempotency_key = 'died'`,
+      [userId],
+    );
     expect((await post(token, "died", { reason: "because", n: 3 })).status).toBe(409);
   });
 

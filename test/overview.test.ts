@@ -1,10 +1,12 @@
 // Per-operation stuck thresholds, read once per process on first use (set before any import uses them).
 process.env.STUCK_THRESHOLDS = "default=5m,capture_payment=2m,issue_invoice=15m";
 
-import { LOCKS } from "@/lib/db/locks";
+import { sessionLock, sessionUnlock } from "@/lib/db/locks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET } from "@/app/api/v1/stats/overview/route";
 import { provideDatabase } from "@/lib/db/client";
+import { isServerMode } from "@/lib/db/config";
+import { byDialect } from "@/lib/db/dialect";
 import { generateDemoTraffic } from "@/lib/demo/traffic";
 import { queueSummary } from "@/lib/records/queue";
 import { readSideConfig } from "@/lib/records/config";
@@ -22,7 +24,8 @@ import { createTestDatabase, type TestDatabase } from "./helpers/db";
  * independently at the response's asOf — with no rollups yet, after refreshRollups, and
  * after more traffic on top of the rollups (events above the watermark) and a partial
  * refresh. Plus: the same numbers as countEvents, expiryStats and queueSummary (the
- * modules the Conflicts, Expiry and Queue pages use), and the API's refusals.
+ * modules the Conflicts, Expiry and Queue pages use), and the API's refusals. On MySQL/MariaDB
+ * the truth is the same SQL in MySQL's spelling (truthSql).
  */
 
 useTestAuthEnv();
@@ -61,71 +64,154 @@ interface Filter {
   scope?: string;
 }
 
-/** The truth at `asOf`, straight from the raw tables. */
-async function truth(f: Filter, asOf: Date) {
-  const params = [f.operation ?? null, f.scope ?? null];
-  const rf = `($1::text IS NULL OR r.operation = $1) AND ($2::text IS NULL OR r.scope = $2)`;
-  const ef = `($1::text IS NULL OR e.operation = $1) AND ($2::text IS NULL OR e.scope = $2)`;
-  const num = (rows: { n: bigint }[]) => Number(rows[0]?.n ?? 0);
+/**
+ * The truth's statements in each dialect: [text, parameters]. `rf`/`ef` filter records/events by
+ * the operation and scope filters (absent = all).
+ */
+function truthSql(f: Filter, asOf: Date) {
   const t = readSideConfig().stuck;
   const thresholdCase = `CASE r.operation ${Object.entries(t.byOperation)
     .map(([op, s]) => `WHEN '${op}' THEN ${s}`)
     .join(" ")} ELSE ${t.defaultSeconds} END`;
-
-  const status = await db.sql.query<{ status: string; n: bigint }>(
-    `SELECT status, count(*)::bigint AS n FROM idempotency_records r WHERE ${rf} GROUP BY 1`,
-    params,
-  );
-  const events = await db.sql.query<{ operation: string; kind: string; n: bigint }>(
-    `SELECT operation, kind, count(*)::bigint AS n FROM idempotency_events e
-      WHERE occurred_at >= $3 AND occurred_at < $4 AND ${ef} GROUP BY 1, 2`,
-    [...params, f.from, f.to],
-  );
   const step = seriesStep(f.from, f.to).seconds;
-  const series = await db.sql.query<{ b: Date; operation: string; kind: string; n: bigint }>(
-    `SELECT to_timestamp(floor(extract(epoch FROM occurred_at) / $5) * $5) AS b, operation, kind, count(*)::bigint AS n
+  const op = f.operation ?? null;
+  const scope = f.scope ?? null;
+  type Q = [string, unknown[]];
+  const postgres = () => {
+    const params = [op, scope];
+    const rf = `($1::text IS NULL OR r.operation = $1) AND ($2::text IS NULL OR r.scope = $2)`;
+    const ef = `($1::text IS NULL OR e.operation = $1) AND ($2::text IS NULL OR e.scope = $2)`;
+    return {
+      status: [`SELECT status, count(*)::bigint AS n FROM idempotency_records r WHERE ${rf} GROUP BY 1`, params] as Q,
+      events: [
+        `SELECT operation, kind, count(*)::bigint AS n FROM idempotency_events e
+      WHERE occurred_at >= $3 AND occurred_at < $4 AND ${ef} GROUP BY 1, 2`,
+        [...params, f.from, f.to],
+      ] as Q,
+      series: [
+        `SELECT to_timestamp(floor(extract(epoch FROM occurred_at) / $5) * $5) AS b, operation, kind, count(*)::bigint AS n
        FROM idempotency_events e WHERE occurred_at >= $3 AND occurred_at < $4 AND ${ef} GROUP BY 1, 2, 3`,
-    [...params, f.from, f.to, step],
-  );
-  const active = await db.sql.query<{ operation: string; stuck: bigint; oldest_stuck: Date | null; pending: bigint; oldest_pending: Date | null; processing: bigint }>(
-    `SELECT operation,
+        [...params, f.from, f.to, step],
+      ] as Q,
+      active: [
+        `SELECT operation,
             count(*) FILTER (WHERE status = 'processing')::bigint AS processing,
             count(*) FILTER (WHERE status = 'processing' AND updated_at < $3::timestamptz - (${thresholdCase}) * interval '1 second')::bigint AS stuck,
             min(updated_at) FILTER (WHERE status = 'processing' AND updated_at < $3::timestamptz - (${thresholdCase}) * interval '1 second') AS oldest_stuck,
             count(*) FILTER (WHERE status = 'pending')::bigint AS pending,
             min(updated_at) FILTER (WHERE status = 'pending') AS oldest_pending
        FROM idempotency_records r WHERE ${rf} GROUP BY 1`,
-    [...params, asOf],
-  );
-  const pendingTimes = await db.sql.query<{ updated_at: Date }>(`SELECT updated_at FROM idempotency_records r WHERE status = 'pending' AND ${rf}`, params);
-  const open = await db.sql.query<{ n: bigint }>(
-    `SELECT count(*)::bigint AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+        [...params, asOf],
+      ] as Q,
+      pendingTimes: [`SELECT updated_at FROM idempotency_records r WHERE status = 'pending' AND ${rf}`, params] as Q,
+      open: [
+        `SELECT count(*)::bigint AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
       WHERE i.state IN ('open', 'checking', 'needs_manual') AND ${rf}`,
-    params,
-  );
-  const expiring = await db.sql.query<{ n: bigint }>(
-    `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE expires_at >= $3 AND expires_at < $3::timestamptz + interval '24 hours' AND ${rf}`,
-    [...params, asOf],
-  );
+        params,
+      ] as Q,
+      expiring: [
+        `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE expires_at >= $3 AND expires_at < $3::timestamptz + interval '24 hours' AND ${rf}`,
+        [...params, asOf],
+      ] as Q,
+      forecast: (a: Date, b: Date): Q => [
+        `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE expires_at >= $3 AND expires_at < $4 AND ${rf}`,
+        [...params, a, b],
+      ],
+      expired: [`SELECT operation, count(*)::bigint AS n FROM idempotency_records r WHERE expires_at < $3 AND ${rf} GROUP BY 1`, [...params, asOf]] as Q,
+      watermark: [`SELECT COALESCE(max(watermark), 0)::bigint AS watermark FROM rollup_state WHERE name = 'events'`, []] as Q,
+      lag: (watermark: bigint): Q => [`SELECT count(*)::bigint AS n FROM idempotency_events WHERE id > $1`, [watermark]],
+    };
+  };
+  const mysql = () => {
+    const fp = [op, op, scope, scope];
+    const rf = `(? IS NULL OR r.operation = ?) AND (? IS NULL OR r.scope = ?)`;
+    const ef = `(? IS NULL OR e.operation = ?) AND (? IS NULL OR e.scope = ?)`;
+    const stuck = `status = 'processing' AND updated_at < ? - INTERVAL (${thresholdCase}) SECOND`;
+    return {
+      status: [`SELECT status, COUNT(*) AS n FROM idempotency_records r WHERE ${rf} GROUP BY status`, fp] as Q,
+      events: [
+        `SELECT operation, kind, COUNT(*) AS n FROM idempotency_events e WHERE occurred_at >= ? AND occurred_at < ? AND ${ef} GROUP BY operation, kind`,
+        [f.from, f.to, ...fp],
+      ] as Q,
+      // UNIX_TIMESTAMP in the tests' UTC sessions (the statements under test use other epoch arithmetic).
+      series: [
+        `SELECT FROM_UNIXTIME(FLOOR(UNIX_TIMESTAMP(occurred_at) / ${step}) * ${step}) AS b, operation, kind, COUNT(*) AS n
+       FROM idempotency_events e WHERE occurred_at >= ? AND occurred_at < ? AND ${ef} GROUP BY b, operation, kind`,
+        [f.from, f.to, ...fp],
+      ] as Q,
+      active: [
+        `SELECT operation,
+            CAST(SUM(status = 'processing') AS SIGNED) AS processing,
+            CAST(SUM(${stuck}) AS SIGNED) AS stuck,
+            MIN(CASE WHEN ${stuck} THEN updated_at END) AS oldest_stuck,
+            CAST(SUM(status = 'pending') AS SIGNED) AS pending,
+            MIN(CASE WHEN status = 'pending' THEN updated_at END) AS oldest_pending
+       FROM idempotency_records r WHERE ${rf} GROUP BY operation`,
+        [asOf, asOf, ...fp],
+      ] as Q,
+      pendingTimes: [`SELECT updated_at FROM idempotency_records r WHERE status = 'pending' AND ${rf}`, fp] as Q,
+      open: [
+        `SELECT COUNT(*) AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+      WHERE i.state IN ('open', 'checking', 'needs_manual') AND ${rf}`,
+        fp,
+      ] as Q,
+      expiring: [
+        `SELECT COUNT(*) AS n FROM idempotency_records r WHERE expires_at >= ? AND expires_at < ? + INTERVAL 24 HOUR AND ${rf}`,
+        [asOf, asOf, ...fp],
+      ] as Q,
+      forecast: (a: Date, b: Date): Q => [`SELECT COUNT(*) AS n FROM idempotency_records r WHERE expires_at >= ? AND expires_at < ? AND ${rf}`, [a, b, ...fp]],
+      expired: [`SELECT operation, COUNT(*) AS n FROM idempotency_records r WHERE expires_at < ? AND ${rf} GROUP BY operation`, [asOf, ...fp]] as Q,
+      watermark: [`SELECT CAST(COALESCE(MAX(watermark), 0) AS SIGNED) AS watermark FROM rollup_state WHERE name = 'events'`, []] as Q,
+      lag: (watermark: bigint): Q => [`SELECT COUNT(*) AS n FROM idempotency_events WHERE id > ?`, [watermark]],
+    };
+  };
+  return { step, ...byDialect(db, { postgres, mysql })() };
+}
+
+/** The truth at `asOf`, straight from the raw tables. */
+async function truth(f: Filter, asOf: Date) {
+  const num = (rows: { n: bigint }[]) => Number(rows[0]?.n ?? 0);
+  const sql = truthSql(f, asOf);
+  const q = <T>([text, params]: [string, unknown[]]) => db.sql.query<T>(text, params);
+
+  const status = await q<{ status: string; n: bigint }>(sql.status);
+  const events = await q<{ operation: string; kind: string; n: bigint }>(sql.events);
+  const step = sql.step;
+  const series = await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series);
+  const active = await q<{
+    operation: string;
+    stuck: bigint;
+    oldest_stuck: Date | null;
+    pending: bigint;
+    oldest_pending: Date | null;
+    processing: bigint;
+  }>(sql.active);
+  const pendingTimes = await q<{ updated_at: Date }>(sql.pendingTimes);
+  const open = await q<{ n: bigint }>(sql.open);
+  const expiring = await q<{ n: bigint }>(sql.expiring);
   const forecast = [];
   for (let i = 0; i < 7; i++) {
-    forecast.push(
-      num(
-        await db.sql.query<{ n: bigint }>(
-          `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE expires_at >= $3 AND expires_at < $4 AND ${rf}`,
-          [...params, new Date(asOf.getTime() + i * DAY), new Date(asOf.getTime() + (i + 1) * DAY)],
-        ),
-      ),
-    );
+    forecast.push(num(await q<{ n: bigint }>(sql.forecast(new Date(asOf.getTime() + i * DAY), new Date(asOf.getTime() + (i + 1) * DAY)))));
   }
-  const expired = await db.sql.query<{ operation: string; n: bigint }>(
-    `SELECT operation, count(*)::bigint AS n FROM idempotency_records r WHERE expires_at < $3 AND ${rf} GROUP BY 1`,
-    [...params, asOf],
-  );
-  const [state] = await db.sql.query<{ watermark: bigint }>(`SELECT COALESCE(max(watermark), 0)::bigint AS watermark FROM rollup_state WHERE name = 'events'`);
-  const lag = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events WHERE id > $1`, [state.watermark]);
+  const expired = await q<{ operation: string; n: bigint }>(sql.expired);
+  const [state] = await q<{ watermark: bigint }>(sql.watermark);
+  const lag = await q<{ n: bigint }>(sql.lag(state.watermark));
   const operations = await db.sql.query<{ operation: string }>(`SELECT DISTINCT operation FROM idempotency_events ORDER BY 1`);
-  return { status, events, series, step, active, pendingTimes, open: num(open), expiring: num(expiring), forecast, expired, watermark: state.watermark, lag: num(lag), operations };
+  return {
+    status,
+    events,
+    series,
+    step,
+    active,
+    pendingTimes,
+    open: num(open),
+    expiring: num(expiring),
+    forecast,
+    expired,
+    watermark: state.watermark,
+    lag: num(lag),
+    operations,
+  };
 }
 
 const REQUEST = new Set(["reserved", "replayed", "conflict", "in_progress"]);
@@ -250,12 +336,18 @@ async function expectExact(label: string, f: Filter): Promise<J> {
     while (i + 1 < PENDING_AGE_BUCKETS.length && age >= PENDING_AGE_BUCKETS[i + 1].minSeconds) i++;
     ages[i]++;
   }
-  expect(body.pendingAges.map((b: J) => b.count), `${label}: pending ages`).toEqual(ages);
+  expect(
+    body.pendingAges.map((b: J) => b.count),
+    `${label}: pending ages`,
+  ).toEqual(ages);
 
   // Reconciliation, expiry.
   expect(body.reconciliation.open, `${label}: open reconciliation`).toBe(x.open);
   expect(body.expiry.expiringNext24h, `${label}: expiring`).toBe(x.expiring);
-  expect(body.expiry.forecast.map((b: J) => b.count), `${label}: forecast`).toEqual(x.forecast);
+  expect(
+    body.expiry.forecast.map((b: J) => b.count),
+    `${label}: forecast`,
+  ).toEqual(x.forecast);
   expect(body.expiry.forecast[0].start).toBe(asOf.toISOString());
   expect(body.expiry.expiredNotPurged).toBe(x.expired.reduce((s, e) => s + Number(e.n), 0));
 
@@ -292,16 +384,22 @@ function cases(): [string, Filter][] {
     ["30 days (daily buckets)", { from: new Date(now - 30 * DAY - 1), to: new Date(now + 1000) }],
     ["7 days, capture_payment (hourly buckets)", { from: new Date(now - 7 * DAY + 59_999), to: new Date(now), operation: "capture_payment" }],
     ["36 h, tenant:acme (15-minute buckets)", { from: new Date(now - 36 * HOUR + 1), to: new Date(now - 1), scope: "tenant:acme" }],
-    ["2 h, minute buckets, both filters", { from: new Date(now - 2 * HOUR + 30_500), to: new Date(now - 20_250), operation: "create_order", scope: "tenant:globex" }],
+    [
+      "2 h, minute buckets, both filters",
+      { from: new Date(now - 2 * HOUR + 30_500), to: new Date(now - 20_250), operation: "create_order", scope: "tenant:globex" },
+    ],
     ["inside one minute", { from: new Date(Math.floor(now / 60_000) * 60_000 - 50_000), to: new Date(Math.floor(now / 60_000) * 60_000 - 10_000) }],
-    ["straddling one minute boundary", { from: new Date(Math.floor(now / 60_000) * 60_000 - 90_000), to: new Date(Math.floor(now / 60_000) * 60_000 - 50_000) }],
+    [
+      "straddling one minute boundary",
+      { from: new Date(Math.floor(now / 60_000) * 60_000 - 90_000), to: new Date(Math.floor(now / 60_000) * 60_000 - 50_000) },
+    ],
     ["a range with nothing in it", { from: new Date("2020-01-01T00:00:00Z"), to: new Date("2020-01-02T00:00:00Z") }],
   ];
 }
 
 describe("GET /api/v1/stats/overview", () => {
   it("every number equals a direct SQL count, before any rollup", async () => {
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM event_rollups`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM event_rollups`);
     expect(n).toBe(0n);
     for (const [label, f] of cases()) await expectExact(`raw: ${label}`, f);
   }, 120_000);
@@ -393,7 +491,7 @@ describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
   const quiet = { log: () => {}, warn: () => {} };
   const lag = async () => {
     const [r] = await db.sql.query<{ n: bigint }>(
-      `SELECT count(*)::bigint AS n FROM idempotency_events WHERE id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)`,
+      `SELECT count(*) AS n FROM idempotency_events WHERE id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)`,
     );
     return Number(r.n);
   };
@@ -442,16 +540,16 @@ describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
   }, 60_000);
 
   it("skips a tick while another session holds the refresher lock (another server process)", async () => {
-    if (db.mode !== "postgres") return; // one connection in embedded mode: there is no other process
+    if (!isServerMode(db.mode)) return; // one connection in embedded mode: there is no other process
     await generateDemoTraffic(db, { seed: 10, requests: 10, days: 1 });
     await db.withSession(async (other) => {
-      await other.query(`SELECT pg_advisory_lock($1)`, [LOCKS.refresher]);
+      await sessionLock(other, "refresher");
       try {
         const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, log: quiet });
         expect(await r.runOnce()).toEqual({ status: "locked" });
         await r.stop();
       } finally {
-        await other.query(`SELECT pg_advisory_unlock($1)`, [LOCKS.refresher]);
+        await sessionUnlock(other, "refresher");
       }
     });
     const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, log: quiet });
@@ -462,15 +560,28 @@ describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
   it("checks the record census every CENSUS_VERIFY_HOURS: not at its first tick; then repairs drift and warns", async () => {
     await db.sql.exec(`DELETE FROM rollup_state WHERE name = 'census_verified'`);
     const warnings: string[] = [];
-    const r = createRollupRefresher({ database: async () => db, intervalSeconds: 0, censusVerifySeconds: 3600, sweepRecords: 0, log: { log: () => {}, warn: (m: string) => warnings.push(m) } });
+    const r = createRollupRefresher({
+      database: async () => db,
+      intervalSeconds: 0,
+      censusVerifySeconds: 3600,
+      sweepRecords: 0,
+      log: { log: () => {}, warn: (m: string) => warnings.push(m) },
+    });
     try {
       expect(["idle", "refreshed"]).toContain((await r.runOnce()).status); // starts the clock, no check
       const [{ at }] = await db.sql.query<{ at: Date }>(`SELECT updated_at AS at FROM rollup_state WHERE name = 'census_verified'`);
       expect(at).toBeInstanceOf(Date);
       expect(await r.runOnce()).toEqual({ status: "idle" });
       // Due (an hour ago), with a record deleted behind the console's back.
-      await db.sql.exec(`UPDATE rollup_state SET updated_at = now() - interval '61 minutes' WHERE name = 'census_verified'`);
-      await db.sql.exec(`DELETE FROM idempotency_records WHERE id = (SELECT min(id) FROM idempotency_records WHERE status = 'completed')`);
+      await db.sql.exec(
+        byDialect(db, {
+          postgres: `UPDATE rollup_state SET updated_at = now() - interval '61 minutes' WHERE name = 'census_verified'`,
+          mysql: `UPDATE rollup_state SET updated_at = UTC_TIMESTAMP(6) - INTERVAL 61 MINUTE WHERE name = 'census_verified'`,
+        }),
+      );
+      // (MySQL cannot name the deleted table in a subquery: the id is read first.)
+      const [{ first }] = await db.sql.query<{ first: bigint }>(`SELECT min(id) AS first FROM idempotency_records WHERE status = 'completed'`);
+      await db.sql.query(`DELETE FROM idempotency_records WHERE id = ${db.dialect.param(1)}`, [first]);
       const checked = await r.runOnce();
       expect(checked).toMatchObject({ status: "verified", census: { driftHours: 1, driftRecords: 1 } });
       expect(warnings.join("\n")).toContain("off by 1 record(s)");

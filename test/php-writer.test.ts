@@ -2,11 +2,13 @@ import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore, canonicalJson, payloadHash, responseForNonOwner } from "@/lib/idempotency";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
+import { queryBound } from "./helpers/sql";
 
 /**
  * The README's PHP writer (examples/php/idempotency.php) is real code: it hashes like
- * lib/idempotency/hash.ts, and PHP processes racing on the same keys against Postgres
+ * lib/idempotency/hash.ts, and PHP processes racing on the same keys against Postgres — or
+ * against MariaDB, with the seed's `INSERT … ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)` —
  * leave exactly the rows the TypeScript writer would, readable by either.
  */
 const PHP_DIR = path.resolve(import.meta.dirname, "../examples/php");
@@ -16,12 +18,17 @@ const WORKER = path.join(PHP_DIR, "worker.php");
 const modules = spawnSync("php", ["-m"], { encoding: "utf8" });
 const hasPhp = modules.status === 0;
 const hasPdoPgsql = hasPhp && /^pdo_pgsql$/m.test(modules.stdout);
+const hasPdoMysql = hasPhp && /^pdo_mysql$/m.test(modules.stdout);
 
 // Skipping is for laptops without PHP; in CI a skip would hide a broken README snippet.
 describe.runIf(process.env.CI)("CI prerequisites", () => {
   it("php with pdo_pgsql is installed, so the PHP writer tests really run", () => {
     expect(hasPhp, "php is not on PATH").toBe(true);
     expect(hasPdoPgsql, "php -m does not list pdo_pgsql").toBe(true);
+  });
+
+  it.runIf(usingMysql)("php with pdo_mysql is installed (php-mysql), so the MariaDB part really runs", () => {
+    expect(hasPdoMysql, "php -m does not list pdo_mysql").toBe(true);
   });
 });
 
@@ -41,7 +48,9 @@ function phpLiteral(value: unknown): string {
       return `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;
     case "object":
       if (Array.isArray(value)) return `[${value.map(phpLiteral).join(", ")}]`;
-      return `[${Object.entries(value as object).map(([k, v]) => `${phpLiteral(k)} => ${phpLiteral(v)}`).join(", ")}]`;
+      return `[${Object.entries(value as object)
+        .map(([k, v]) => `${phpLiteral(k)} => ${phpLiteral(v)}`)
+        .join(", ")}]`;
     default:
       throw new Error(`no PHP literal for a ${typeof value}`);
   }
@@ -171,7 +180,10 @@ function startWorker(args: string[] = []) {
     child.on("error", reject);
     child.on("close", (code) => {
       if (code !== 0) return reject(new Error(`worker exited ${code}: ${stderr}\n${stdout}`));
-      const lines = stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      const lines = stdout
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       resolve(lines.filter((l) => !l.ready));
     });
   });
@@ -187,13 +199,14 @@ async function runWorker(args: string[], jobs?: unknown[]): Promise<WorkerLine[]
 }
 
 async function recordOf(key: string) {
-  const rows = await db.sql.query<Record<string, unknown>>(`SELECT * FROM idempotency_records WHERE idempotency_key = $1`, [key]);
+  const rows = await queryBound<Record<string, unknown>>(db.sql, `SELECT * FROM idempotency_records WHERE idempotency_key = $1`, [key]);
   expect(rows, `records under ${key}`).toHaveLength(1);
   return rows[0];
 }
 
 async function eventsOf(key: string) {
-  return db.sql.query<{ kind: string; record_id: bigint; payload_hash: string; response_code: number | null; detail: Record<string, unknown> | null }>(
+  return queryBound<{ kind: string; record_id: bigint; payload_hash: string; response_code: number | null; detail: Record<string, unknown> | null }>(
+    db.sql,
     `SELECT kind, record_id, payload_hash, response_code, detail FROM idempotency_events WHERE idempotency_key = $1 ORDER BY id`,
     [key],
   );
@@ -201,7 +214,10 @@ async function eventsOf(key: string) {
 
 const countKinds = (events: { kind: string }[]) => events.reduce<Record<string, number>>((acc, e) => ({ ...acc, [e.kind]: (acc[e.kind] ?? 0) + 1 }), {});
 
-describe.skipIf(!usingPostgres || !hasPdoPgsql)("PHP writers on Postgres", () => {
+// The same file on PostgreSQL (pdo_pgsql: the CTE reservation) and on MySQL/MariaDB (pdo_mysql: the seed's reservation).
+const phpWriters = usingPostgres ? hasPdoPgsql : usingMysql && hasPdoMysql;
+
+describe.skipIf(!phpWriters)(`PHP writers on ${usingMysql ? "MariaDB/MySQL" : "Postgres"}`, () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     store = new IdempotencyStore(db.prisma);
@@ -371,10 +387,13 @@ describe.skipIf(!usingPostgres || !hasPdoPgsql)("PHP writers on Postgres", () =>
 
   it("a failure PHP stored is replayed (402) by PHP and by the TypeScript store", async () => {
     const [key] = freshKeys(1);
-    const lines = await runWorker([], [
-      { key, amount: 500, decline: true },
-      { key, amount: 500 },
-    ]);
+    const lines = await runWorker(
+      [],
+      [
+        { key, amount: 500, decline: true },
+        { key, amount: 500 },
+      ],
+    );
     expect(lines[0]).toMatchObject({ outcome: "owner", http: 402, executed: true });
     expect(lines[1]).toMatchObject({ outcome: "replay", http: 402, body: '{"error":"card_declined"}', executed: false });
     const rec = await recordOf(key);
@@ -393,7 +412,9 @@ describe.skipIf(!usingPostgres || !hasPdoPgsql)("PHP writers on Postgres", () =>
     await store.complete(first.record.id, { code: 200, body: "first" });
     const before = await recordOf(key);
     const url = new URL(db.url!);
-    const dsn = `pgsql:host=${url.hostname};port=${url.port || 5432};dbname=${url.pathname.slice(1)}`;
+    const dsn = usingMysql
+      ? `mysql:host=${url.hostname};port=${url.port || 3306};dbname=${url.pathname.slice(1)};charset=utf8mb4`
+      : `pgsql:host=${url.hostname};port=${url.port || 5432};dbname=${url.pathname.slice(1)}`;
     const run = spawnSync("php", [], {
       input: `<?php require ${phpLiteral(LIBRARY)};
 $store = new IdempotencyStore(new PDO(${phpLiteral(dsn)}, ${phpLiteral(decodeURIComponent(url.username))}, ${phpLiteral(decodeURIComponent(url.password))}));
@@ -408,8 +429,39 @@ foreach ([fn () => $store->complete(${first.record.id}, 201, [], 'second'), fn (
     expect(countKinds(await eventsOf(key))).toEqual({ reserved: 1, completed: 1 });
   });
 
+  it.runIf(usingMysql)(
+    "MySQL: the reservation's count is PDO's default — 1 then 0; with PDO::MYSQL_ATTR_FOUND_ROWS it is 1 and 1 (the library needs the default)",
+    async () => {
+      const url = new URL(db.url!);
+      const dsn = `mysql:host=${url.hostname};port=${url.port || 3306};dbname=${url.pathname.slice(1)};charset=utf8mb4`;
+      const [key] = freshKeys(1);
+      const run = (options: string, k: string) => {
+        const r = spawnSync("php", [], {
+          input: `<?php
+$db = new PDO(${phpLiteral(dsn)}, ${phpLiteral(decodeURIComponent(url.username))}, ${phpLiteral(decodeURIComponent(url.password))}, ${options});
+$db->setAttribute(PDO::ATTR_ERRMODE, PDO::ERRMODE_EXCEPTION);
+$out = [];
+foreach ([1, 2] as $_) {
+  $s = $db->prepare("INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+    VALUES ('php-count', 'o', ?, 'h', 'processing', UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)");
+  $s->execute([${phpLiteral(k)}]);
+  $out[] = $s->rowCount();
+}
+echo json_encode($out);`,
+          encoding: "utf8",
+        });
+        expect(r.stderr).toBe("");
+        return JSON.parse(r.stdout);
+      };
+      expect(run("[]", key)).toEqual([1, 0]);
+      expect(run("[PDO::MYSQL_ATTR_FOUND_ROWS => true]", `${key}-found-rows`)).toEqual([1, 1]);
+      await db.sql.query(`DELETE FROM idempotency_records WHERE scope = 'php-count'`);
+    },
+  );
+
   it("a missing or overlong key is a 400 and writes nothing", async () => {
-    const count = async () => (await db.sql.query<{ n: bigint }>(`SELECT (SELECT count(*) FROM idempotency_records) + (SELECT count(*) FROM idempotency_events) AS n`))[0].n;
+    const count = async () =>
+      (await db.sql.query<{ n: bigint }>(`SELECT (SELECT count(*) FROM idempotency_records) + (SELECT count(*) FROM idempotency_events) AS n`))[0].n;
     const before = await count();
     const lines = await runWorker([], [{ amount: 1 }, { key: "", amount: 1 }, { key: "k".repeat(256), amount: 1 }, { key: "has space", amount: 1 }]);
     expect(lines.map((l) => [l.outcome, l.http, l.executed])).toEqual(Array(4).fill(["error", 400, false]));

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore, MissingKeyError, payloadHash, responseForNonOwner } from "@/lib/idempotency";
-import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { paramList } from "@/lib/db/params";
+import { execute } from "@/lib/db/sql";
+import { createTestDatabase, usingMysql, type TestDatabase } from "./helpers/db";
 import { InvalidInputError, NotFoundError, StateConflictError } from "@/lib/kernel/errors";
 
 let db: TestDatabase;
@@ -16,15 +18,21 @@ let n = 0;
 const freshKey = () => `key-${Date.now()}-${n++}`;
 
 async function counts(key: string) {
-  const records = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records WHERE idempotency_key = $1`, [key]);
+  const p = paramList(db.dialect);
+  const records = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records WHERE idempotency_key = ${p.add(key)}`, p.values);
+  const q = paramList(db.dialect);
   const events = await db.sql.query<{ kind: string; n: bigint }>(
-    `SELECT kind, count(*)::bigint AS n FROM idempotency_events WHERE idempotency_key = $1 GROUP BY kind ORDER BY kind`,
-    [key],
+    `SELECT kind, count(*) AS n FROM idempotency_events WHERE idempotency_key = ${q.add(key)} GROUP BY kind ORDER BY kind`,
+    q.values,
   );
   return { records: Number(records[0].n), events: Object.fromEntries(events.map((e) => [e.kind, Number(e.n)])) };
 }
 
-describe("reservation", () => {
+// The library given the database handle (statements straight to the driver) and given only its Prisma client.
+describe.each([["the database handle", "handle"] as const, ["only its Prisma client", "prisma"] as const])("reservation, given %s", (_, how) => {
+  beforeAll(() => {
+    store = how === "handle" ? new IdempotencyStore(db) : new IdempotencyStore(db.prisma);
+  });
   it("50 concurrent reservations of one key: exactly one owner, the rest see it in progress or replay", async () => {
     const key = freshKey();
     const results = await Promise.all(Array.from({ length: 50 }, () => store.begin({ ...base, key })));
@@ -55,9 +63,10 @@ describe("reservation", () => {
     const c = await counts(key);
     expect(c.records).toBe(1);
     expect(c.events).toEqual({ reserved: 1, completed: 1, conflict: 1 });
+    const p = paramList(db.dialect);
     const [conflict] = await db.sql.query<{ detail: { expectedPayloadHash: string; receivedPayloadHash: string } }>(
-      `SELECT detail FROM idempotency_events WHERE idempotency_key = $1 AND kind = 'conflict'`,
-      [key],
+      `SELECT detail FROM idempotency_events WHERE idempotency_key = ${p.add(key)} AND kind = 'conflict'`,
+      p.values,
     );
     expect(conflict.detail.receivedPayloadHash).toBe(payloadHash({ ...base.payload, amount: 9999 }));
     // The stored record is untouched.
@@ -111,9 +120,10 @@ describe("reservation", () => {
     const { record, reconciliationItemId } = await store.markPending(first.record.id, { providerRequestId: "preq_42", error: "timeout after 10s" });
     expect(record.status).toBe("pending");
     expect(record.providerRequestId).toBe("preq_42");
+    const p = paramList(db.dialect);
     const [item] = await db.sql.query<{ id: bigint; state: string; provider: string; provider_request_id: string; record_id: bigint; next_check_at: Date }>(
-      `SELECT id, state, provider, provider_request_id, record_id, next_check_at FROM reconciliation_items WHERE record_id = $1`,
-      [record.id],
+      `SELECT id, state, provider, provider_request_id, record_id, next_check_at FROM reconciliation_items WHERE record_id = ${p.add(record.id)}`,
+      p.values,
     );
     expect(item).toMatchObject({ id: reconciliationItemId, state: "open", provider: "mockpay", provider_request_id: "preq_42", record_id: record.id });
     expect(item.next_check_at.getTime()).toBeGreaterThan(Date.now());
@@ -125,11 +135,14 @@ describe("reservation", () => {
 });
 
 describe("bad input: clear errors, nothing written", () => {
+  beforeAll(() => {
+    store = new IdempotencyStore(db.prisma);
+  });
   async function totals() {
     const [r] = await db.sql.query<{ records: bigint; events: bigint; items: bigint }>(
-      `SELECT (SELECT count(*) FROM idempotency_records)::bigint AS records,
-              (SELECT count(*) FROM idempotency_events)::bigint AS events,
-              (SELECT count(*) FROM reconciliation_items)::bigint AS items`,
+      `SELECT (SELECT count(*) FROM idempotency_records) AS records,
+              (SELECT count(*) FROM idempotency_events) AS events,
+              (SELECT count(*) FROM reconciliation_items) AS items`,
     );
     return r;
   }
@@ -182,16 +195,47 @@ describe("bad input: clear errors, nothing written", () => {
         `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k','${"a".repeat(64)}','done', now())`,
       ),
     ).rejects.toThrow(/status_check/);
-    // Hashes as writers make them (SHA-1, MD5, base64, upper case), headers as an object, a lower-case currency, a long key.
+    // Hashes as writers make them (SHA-1, MD5, base64, upper case), headers as an object, a lower-case currency, a long key
+    // (on MySQL at most 255 characters: the unique key's texts are VARCHAR(255), ADR 0012).
+    const longKey = "k".repeat(usingMysql ? 255 : 300);
     await db.sql.query(
       `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at, response_headers, currency)
        VALUES ('s','o','k-sha1','${"A".repeat(40)}','processing', now(), '{"content-type":"application/json"}', 'eur'),
               ('s','o','k-b64','q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq8=','processing', now(), NULL, NULL),
-              ('s','o','${"k".repeat(300)}','not-hex','processing', now(), '[["a","b"]]', NULL)`,
+              ('s','o','${longKey}','not-hex','processing', now(), '[["a","b"]]', NULL)`,
     );
+    if (usingMysql) {
+      // Weaker on MySQL: one character more is refused (SQLSTATE 22001), where PostgreSQL takes any length.
+      await expect(
+        db.sql.query(
+          `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','${"k".repeat(256)}','x','processing', now())`,
+        ),
+      ).rejects.toThrow(/too long/i);
+    }
     await expect(
-      db.sql.query(`INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k-sha1','x','processing', now())`),
+      db.sql.query(
+        `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at) VALUES ('s','o','k-sha1','x','processing', now())`,
+      ),
     ).rejects.toThrow(/scope_operation_key/);
     await db.sql.query(`DELETE FROM idempotency_records WHERE scope = 's' AND operation = 'o'`);
+  });
+});
+
+describe.runIf(usingMysql)("MySQL: why the console reserves with a plain INSERT", () => {
+  it("the console's connections carry CLIENT_FOUND_ROWS: ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) reports 1 for an existing key, as for a new one", async () => {
+    const odku = (key: string) =>
+      execute(
+        db.sql,
+        `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+         VALUES ('odku', 'o', ?, 'h', 'processing', UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)`,
+        [key],
+      );
+    const key = freshKey();
+    const inserted = await odku(key);
+    const existed = await odku(key);
+    // PHP's PDO (no PDO::MYSQL_ATTR_FOUND_ROWS) would see 1 and 0 (test/php-writer.test.ts); this driver sees 1 and 1.
+    expect([inserted.affectedRows, existed.affectedRows]).toEqual([1, 1]);
+    expect(existed.insertId).toBe(inserted.insertId);
+    await db.sql.query(`DELETE FROM idempotency_records WHERE scope = 'odku'`);
   });
 });

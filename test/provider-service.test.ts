@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { paramList } from "@/lib/db/params";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { demoOutcomeFor, seedDemoProvider } from "@/lib/providers/demo-seed";
 import { HttpProviderAdapter } from "@/lib/providers/http";
@@ -233,14 +234,23 @@ describe("lookup", () => {
     expect(raw.status).toBe(404);
 
     // A seeded succeeded request's charge can be refunded.
-    expect(await adapter.compensate(refund({ reference: chargeIdForRequest("req_ok"), currency: "GBP", amountMinor: 4599n }))).toMatchObject({ status: "succeeded" });
+    expect(await adapter.compensate(refund({ reference: chargeIdForRequest("req_ok"), currency: "GBP", amountMinor: 4599n }))).toMatchObject({
+      status: "succeeded",
+    });
   });
 
   it("seeding is an upsert that reports what changed", async () => {
-    const seed = [{ requestId: "r1", status: "succeeded" as const, amountMinor: 100n, currency: "EUR" }, { requestId: "r2", status: "unknown" as const }];
+    const seed = [
+      { requestId: "r1", status: "succeeded" as const, amountMinor: 100n, currency: "EUR" },
+      { requestId: "r2", status: "unknown" as const },
+    ];
     expect(await provider.control.seedRequests(seed)).toEqual({ created: 2, updated: 0, unchanged: 0 });
     expect(await provider.control.seedRequests(seed)).toEqual({ created: 0, updated: 0, unchanged: 2 });
-    expect(await provider.control.seedRequests([{ requestId: "r2", status: "failed", reason: "expired_card" }])).toEqual({ created: 0, updated: 1, unchanged: 0 });
+    expect(await provider.control.seedRequests([{ requestId: "r2", status: "failed", reason: "expired_card" }])).toEqual({
+      created: 0,
+      updated: 1,
+      unchanged: 0,
+    });
     expect(await adapter.lookup("r2")).toEqual({ status: "failed", reason: "expired_card" });
     await expect(provider.control.seedRequests([{ requestId: "r3", status: "bogus" as never }])).rejects.toThrow(/400/);
     expect((await provider.control.state()).requests.map((r) => r.requestId)).toEqual(["r1", "r2"]);
@@ -389,7 +399,8 @@ describe("demo seeding", () => {
     );
     const expected = new Map<string, { amountMinor: bigint; currency: string }>();
     for (const r of completed) {
-      if (r.resource_type !== "refund" && !expected.has(r.provider_reference)) expected.set(r.provider_reference, { amountMinor: r.amount_minor, currency: r.currency });
+      if (r.resource_type !== "refund" && !expected.has(r.provider_reference))
+        expected.set(r.provider_reference, { amountMinor: r.amount_minor, currency: r.currency });
     }
     expect(expected.size).toBeGreaterThan(100);
     const byRef = new Map(state.charges.map((c) => [c.reference, c]));
@@ -433,7 +444,10 @@ describe("demo seeding", () => {
     await provider.control.reset();
     await seedDemoProvider(db, { url: provider.url, log: silent });
     const again = await provider.control.state();
-    const stable = (s: typeof state) => ({ requests: s.requests, charges: s.charges.map(({ reference, amountMinor, currency, requestId }) => ({ reference, amountMinor, currency, requestId })) });
+    const stable = (s: typeof state) => ({
+      requests: s.requests,
+      charges: s.charges.map(({ reference, amountMinor, currency, requestId }) => ({ reference, amountMinor, currency, requestId })),
+    });
     expect(stable(again)).toEqual(stable(state));
   });
 
@@ -441,9 +455,10 @@ describe("demo seeding", () => {
     await seedDemoProvider(db, { url: provider.url, log: () => {} });
     expect(demo.doubleSubmits.length).toBeGreaterThan(0);
     for (const pair of demo.doubleSubmits) {
+      const ids = paramList(db.dialect);
       const records = await db.sql.query<{ provider_reference: string; amount_minor: bigint; currency: string }>(
-        `SELECT provider_reference, amount_minor, currency FROM idempotency_records WHERE id = ANY($1::bigint[]) ORDER BY id`,
-        [pair.recordIds],
+        `SELECT provider_reference, amount_minor, currency FROM idempotency_records WHERE id IN (${ids.list(pair.recordIds)}) ORDER BY id`,
+        ids.values,
       );
       expect(records).toHaveLength(2);
       for (const r of records) {

@@ -1,16 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingDatabaseServer, type TestDatabase } from "./helpers/db";
 import { buildRetentionDataset, keptChecksums, remaining, truth } from "./helpers/retention";
 
 /**
  * A purge killed with SIGKILL mid-run resumes without redoing or skipping anything.
  * `npm run purge -- --start` runs as a real child process against a throwaway
- * Postgres database (small batches, a pause, a 2-second lease); once at least one
- * batch has committed it is killed with SIGKILL; `--resume` in a new process waits
- * for the lease to run out, takes the run over and finishes it. Real Postgres only:
- * two processes cannot share an embedded PGlite.
+ * database on the server (PostgreSQL or MySQL / MariaDB; small batches, a pause, a 2-second
+ * lease); once at least one batch has committed it is killed with SIGKILL; `--resume` in a
+ * new process waits for the lease to run out, takes the run over and finishes it. Database
+ * servers only: two processes cannot share an embedded PGlite.
  */
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -18,7 +18,7 @@ let db: TestDatabase;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  if (!usingPostgres) return;
+  if (!usingDatabaseServer) return;
   db = await createTestDatabase();
 });
 
@@ -56,11 +56,13 @@ interface RunRow {
 }
 
 async function runRow(): Promise<RunRow | undefined> {
-  const [row] = await db.sql.query<RunRow>(`SELECT id, state, phase, batches, records_deleted, events_deleted, record_watermark, worker FROM purge_runs ORDER BY id DESC LIMIT 1`);
+  const [row] = await db.sql.query<RunRow>(
+    `SELECT id, state, phase, batches, records_deleted, events_deleted, record_watermark, worker FROM purge_runs ORDER BY id DESC LIMIT 1`,
+  );
   return row;
 }
 
-describe.skipIf(!usingPostgres)("purge killed with SIGKILL", () => {
+describe.skipIf(!usingDatabaseServer)("purge killed with SIGKILL", () => {
   it("resumes from the last committed batch: exactly the eligible set is deleted, counts in the row and the audit equal the rows gone", async () => {
     await buildRetentionDataset(db, { scale: 6 });
     const t = await truth(db, new Date());
@@ -75,7 +77,15 @@ describe.skipIf(!usingPostgres)("purge killed with SIGKILL", () => {
       row = await runRow();
       if (row && row.state === "running" && row.batches >= 3) break;
       if (first.child.exitCode !== null) throw new Error(`the purge ended before it could be killed:\n${(await first.exited).output}`);
-      if (Date.now() > deadline) throw new Error(`no batch committed in time:\n${(await first.exited.then(() => "", () => "")) || ""}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no batch committed in time:\n${
+            (await first.exited.then(
+              () => "",
+              () => "",
+            )) || ""
+          }`,
+        );
       await new Promise((r) => setTimeout(r, 20));
     }
     first.child.kill("SIGKILL");
@@ -108,6 +118,11 @@ describe.skipIf(!usingPostgres)("purge killed with SIGKILL", () => {
     const audit = await db.prisma.auditEntry.findMany({ where: { targetTable: "purge_runs", targetId: String(done.id) }, orderBy: { id: "asc" } });
     expect(audit.map((e) => e.action)).toEqual(["purges.start", "purges.finish"]);
     expect(audit[0].actorLabel).toMatch(/^cli purge/);
-    expect(audit[1].after).toMatchObject({ state: "completed", recordsDeleted: String(t.records.length), eventsDeleted: String(t.events.length), batches: done.batches });
+    expect(audit[1].after).toMatchObject({
+      state: "completed",
+      recordsDeleted: String(t.records.length),
+      eventsDeleted: String(t.events.length),
+      batches: done.batches,
+    });
   }, 120_000);
 });

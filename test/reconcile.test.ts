@@ -5,10 +5,11 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { provideDatabase, openDatabase, type Database } from "@/lib/db/client";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { DEFAULT_RECONCILE_CONFIG, backoffSeconds, reconcileConfigFromEnv, type ReconcileConfig } from "@/lib/reconcile/config";
-import { claimDueItems, reconcileRecord, type ClaimedItem } from "@/lib/reconcile/core";
-import { LOCKS } from "@/lib/db/locks";
+import { claimDueItems, type ClaimedItem } from "@/lib/reconcile/core";
+import { byDialect } from "@/lib/db/dialect";
+import { sessionLock, sessionUnlock } from "@/lib/db/locks";
 import { createReconciler, runReconcilerOnce, startReconciler } from "@/lib/reconcile/worker";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingDatabaseServer, usingPostgres, type TestDatabase } from "./helpers/db";
 import { auditOf, itemsOf, pendingRecord, reconciledEvents, recordRow, stuckRecord } from "./helpers/pending-records";
 import { startProviderService, type ProviderService } from "./helpers/provider";
 import { call, json, tokenFor } from "./helpers/records-api";
@@ -18,8 +19,12 @@ import { call, json, tokenFor } from "./helpers/records-api";
  * provider answer does to the record and its item, backoff and needs_manual, the
  * guards against a writer or an operator who got there first, the background
  * reconciler (one claim per item across instances and processes), the bulk check
- * with its typed confirmation, permissions and bad input. Both database modes.
+ * with its typed confirmation, permissions and bad input. Every database mode; the races
+ * between handles and processes on the database servers (PostgreSQL, MySQL).
  */
+
+/** A second handle on the test database (its own pool), as another server process has. */
+const secondHandle = (poolSize: number) => openDatabase({ mode: usingPostgres ? "postgres" : "mysql", url: db.url! }, { poolSize });
 
 let db: TestDatabase;
 let provider: ProviderService;
@@ -56,7 +61,11 @@ async function check(id: bigint, token = operator.token, body: unknown = { reaso
 
 async function bulk(body: unknown, token = operator.token, key: string = randomUUID()) {
   const r = await bulkRoute();
-  return call(r.POST, `/api/v1/reconcile`, token, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(body) });
+  return call(r.POST, `/api/v1/reconcile`, token, {
+    method: "POST",
+    headers: { "content-type": "application/json", "idempotency-key": key },
+    body: JSON.stringify(body),
+  });
 }
 
 const near = (d: Date | null, expectedMs: number, slackMs = 15_000) => {
@@ -72,16 +81,28 @@ async function parkOtherItems() {
 describe("an operator's check (POST /api/v1/records/{id}/reconcile)", () => {
   it("succeeded: the record becomes completed with the provider's reference and a stored response; item resolved; event and audit", async () => {
     const rec = await pendingRecord(db);
-    await provider.control.seedRequests([{ requestId: rec.requestId, status: "succeeded", amountMinor: 1250, currency: "EUR", reference: `ch_${rec.requestId}` }]);
+    await provider.control.seedRequests([
+      { requestId: rec.requestId, status: "succeeded", amountMinor: 1250, currency: "EUR", reference: `ch_${rec.requestId}` },
+    ]);
     const res = await check(rec.id);
     expect(res.status).toBe(200);
     const out = await json(res);
-    expect(out).toMatchObject({ answer: "succeeded", action: "completed", providerReference: `ch_${rec.requestId}`, record: { status: "completed", version: rec.version + 1 } });
+    expect(out).toMatchObject({
+      answer: "succeeded",
+      action: "completed",
+      providerReference: `ch_${rec.requestId}`,
+      record: { status: "completed", version: rec.version + 1 },
+    });
     expect(out.item).toMatchObject({ state: "resolved_succeeded", attempts: 1, nextCheckAt: null });
 
     const row = await recordRow(db, rec.id);
     expect(row).toMatchObject({ status: "completed", provider_reference: `ch_${rec.requestId}`, response_code: 200, version: rec.version + 1 });
-    expect(JSON.parse(row.response_body!)).toMatchObject({ status: "completed", providerReference: `ch_${rec.requestId}`, amountMinor: "1250", currency: "EUR" });
+    expect(JSON.parse(row.response_body!)).toMatchObject({
+      status: "completed",
+      providerReference: `ch_${rec.requestId}`,
+      amountMinor: "1250",
+      currency: "EUR",
+    });
     const [item] = await itemsOf(db, rec.id);
     expect(item).toMatchObject({ state: "resolved_succeeded", attempts: 1, resolved_by: expect.stringContaining(operator.email) });
     expect(item.resolution).toMatchObject({ by: "reconciliation", answer: "succeeded", providerReference: `ch_${rec.requestId}`, recordUpdated: true });
@@ -212,11 +233,21 @@ describe("an operator's check (POST /api/v1/records/{id}/reconcile)", () => {
     const store = new IdempotencyStore(db.prisma);
     const mk = async () => {
       const requestId = `req_${randomUUID()}`;
-      const begun = await store.begin({ scope: "tenant:acme", operation: "capture_payment", key: `k-${randomUUID()}`, payload: {}, provider: "mockpay", providerRequestId: requestId });
-      await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, provider_request_id, state, next_check_at) VALUES ($1, 'mockpay', $2, 'open', now())`, [
-        begun.record.id,
-        requestId,
-      ]);
+      const begun = await store.begin({
+        scope: "tenant:acme",
+        operation: "capture_payment",
+        key: `k-${randomUUID()}`,
+        payload: {},
+        provider: "mockpay",
+        providerRequestId: requestId,
+      });
+      await db.sql.query(
+        byDialect(db, {
+          postgres: `INSERT INTO reconciliation_items (record_id, provider, provider_request_id, state, next_check_at) VALUES ($1, 'mockpay', $2, 'open', now())`,
+          mysql: `INSERT INTO reconciliation_items (record_id, provider, provider_request_id, state, next_check_at) VALUES (?, 'mockpay', ?, 'open', UTC_TIMESTAMP(6))`,
+        }),
+        [begun.record.id, requestId],
+      );
       await store.complete(begun.record.id, { code: 201, body: '{"ok":true}', providerReference: `ch_${requestId}` });
       return { id: begun.record.id, requestId };
     };
@@ -334,7 +365,7 @@ describe("the background reconciler", () => {
     const recs = await Promise.all(Array.from({ length: n }, () => pendingRecord(db)));
     await provider.control.seedRequests(recs.map((r) => ({ requestId: r.requestId, status: "succeeded" as const })));
     await provider.control.fault({ route: "lookup", mode: "latency", ms: 150 });
-    const second: Database = usingPostgres ? await openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 10 }) : db;
+    const second: Database = usingDatabaseServer ? await secondHandle(10) : db;
     const lookups = new Map<bigint, number>();
     const onLookup = (item: ClaimedItem) => lookups.set(item.id, (lookups.get(item.id) ?? 0) + 1);
     try {
@@ -345,7 +376,7 @@ describe("the background reconciler", () => {
         runReconcilerOnce(second, { config: cfg, lock: false, onLookup }),
       ]);
       expect(a.items + b.items).toBe(n);
-      if (usingPostgres) {
+      if (usingDatabaseServer) {
         expect(a.items).toBeGreaterThan(0);
         expect(b.items).toBeGreaterThan(0);
       }
@@ -364,7 +395,7 @@ describe("the background reconciler", () => {
   it("claims racing each other (two handles, many at once) never hand out the same item twice", async () => {
     const n = 60;
     await Promise.all(Array.from({ length: n }, () => pendingRecord(db)));
-    const second: Database = usingPostgres ? await openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 20 }) : db;
+    const second: Database = usingDatabaseServer ? await secondHandle(20) : db;
     try {
       const now = new Date();
       const claims = await Promise.all(Array.from({ length: 30 }, (_, i) => claimDueItems(i % 2 ? db : second, 3, now, config())));
@@ -377,15 +408,15 @@ describe("the background reconciler", () => {
     await parkOtherItems();
   });
 
-  it.runIf(usingPostgres)("Postgres: only one instance ticks at a time (advisory lock held → the other skips)", async () => {
+  it.runIf(usingDatabaseServer)("database server: only one instance ticks at a time (the reconciler's lock held → the other skips)", async () => {
     const rec = await pendingRecord(db);
     await provider.control.seedRequests([{ requestId: rec.requestId, status: "succeeded" }]);
-    const other = await openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 2 });
+    const other = await secondHandle(2);
     try {
       await other.withSession(async (s) => {
-        await s.query(`SELECT pg_advisory_lock($1)`, [LOCKS.reconciler]);
+        await sessionLock(s, "reconciler");
         expect(await runReconcilerOnce(db, { config: config() })).toMatchObject({ status: "locked", items: 0 });
-        await s.query(`SELECT pg_advisory_unlock($1)`, [LOCKS.reconciler]);
+        await sessionUnlock(s, "reconciler");
       });
     } finally {
       await other.close();
@@ -393,7 +424,7 @@ describe("the background reconciler", () => {
     expect(await runReconcilerOnce(db, { config: config() })).toMatchObject({ status: "worked", items: 1 });
   });
 
-  it.runIf(usingPostgres)("Postgres: two `npm run reconciler -- --once` processes at once: every item checked exactly once", async () => {
+  it.runIf(usingDatabaseServer)("database server: two `npm run reconciler -- --once` processes at once: every item checked exactly once", async () => {
     const n = 12;
     const recs = await Promise.all(Array.from({ length: n }, () => pendingRecord(db)));
     await provider.control.seedRequests(recs.map((r, i) => ({ requestId: r.requestId, status: i % 3 ? ("succeeded" as const) : ("failed" as const) })));
@@ -402,7 +433,14 @@ describe("the background reconciler", () => {
       new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
         const child = spawn(path.join(ROOT, "node_modules", ".bin", "tsx"), ["scripts/reconciler.ts", "--once"], {
           cwd: ROOT,
-          env: { ...process.env, DATABASE_URL: db.url!, PROVIDER_URL: provider.url, PROVIDER_TIMEOUT_MS: "3000", RECONCILER_BATCH_SIZE: "3", RECONCILE_CONCURRENCY: "2" },
+          env: {
+            ...process.env,
+            DATABASE_URL: db.url!,
+            PROVIDER_URL: provider.url,
+            PROVIDER_TIMEOUT_MS: "3000",
+            RECONCILER_BATCH_SIZE: "3",
+            RECONCILE_CONCURRENCY: "2",
+          },
           stdio: ["ignore", "pipe", "pipe"],
         });
         let out = "";
@@ -430,7 +468,13 @@ describe("configuration and robustness", () => {
   it("settings come from the environment; malformed ones are reported and the default used", () => {
     const warnings: string[] = [];
     const c = reconcileConfigFromEnv(
-      { RECONCILE_BACKOFF_SECONDS: "2m", RECONCILE_BACKOFF_CAP: "1h", RECONCILE_MAX_ATTEMPTS: "five", RECONCILER_INTERVAL_SECONDS: "0", RECONCILE_LEASE_SECONDS: "1" },
+      {
+        RECONCILE_BACKOFF_SECONDS: "2m",
+        RECONCILE_BACKOFF_CAP: "1h",
+        RECONCILE_MAX_ATTEMPTS: "five",
+        RECONCILER_INTERVAL_SECONDS: "0",
+        RECONCILE_LEASE_SECONDS: "1",
+      },
       { warn: (m: string) => warnings.push(m) },
     );
     expect(c).toMatchObject({ backoffBaseSeconds: 120, backoffCapSeconds: 3600, maxAttempts: 8, intervalSeconds: 0, leaseSeconds: 120 });
@@ -501,7 +545,8 @@ describe("bulk check (POST /api/v1/reconcile)", () => {
     const rec = await pendingRecord(db);
     await provider.control.seedRequests([{ requestId: rec.requestId, status: "unknown" }]);
     const stuck = await stuckRecord(db);
-    const [before] = await db.sql.query<{ version: number; updated_at: Date }>(`SELECT version, updated_at FROM idempotency_records WHERE id = $1`, [stuck.id]);
+    const byId = `SELECT version, updated_at FROM idempotency_records WHERE id = ${db.dialect.param(1)}`;
+    const [before] = await db.sql.query<{ version: number; updated_at: Date }>(byId, [stuck.id]);
     const res = await bulk({ recordIds: [String(rec.id), String(stuck.id)], confirm: "check 2 records", reason: "sweep" });
     const out = await json(res);
     expect(out.outcomes[1]).toMatchObject({
@@ -510,7 +555,7 @@ describe("bulk check (POST /api/v1/reconcile)", () => {
     });
     expect(out.summary).toEqual({ rescheduled: 1, nothing_to_check: 1 });
     // Nothing changed on it.
-    expect(await db.sql.query(`SELECT version, updated_at FROM idempotency_records WHERE id = $1`, [stuck.id])).toEqual([before]);
+    expect(await db.sql.query(byId, [stuck.id])).toEqual([before]);
     // The single-record check answers the same problem type.
     const one = await check(stuck.id);
     expect(await json(one)).toMatchObject({ status: 409, title: "Nothing to ask the provider", cause: "no_provider_request" });

@@ -1,14 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore } from "@/lib/idempotency";
+import { byDialect } from "@/lib/db/dialect";
 import type { SqlExecutor } from "@/lib/db/sql";
-import { generateDemoTraffic, mulberry32 } from "@/lib/demo/traffic";
+import { generateDemoTraffic } from "@/lib/demo/traffic";
+import { mulberry32 } from "@/lib/demo/traffic-plan";
 import { startPurge } from "@/lib/retention/runs";
 import { workRun } from "@/lib/retention/worker";
 import { readSideConfig } from "@/lib/records/config";
-import { activeByOperationSql, statusCountsSql } from "@/lib/stats/overview";
-import { countRecordsByExpiry, readCensusDrift, recordCensusSql, type ExpiryInterval } from "@/lib/stats/census";
+import { activeByOperationSql, statusCountsSql } from "@/lib/stats/store.postgres";
+import * as mysqlStats from "@/lib/stats/store.mysql";
+import { countRecordsByExpiry, readCensusDrift, type ExpiryInterval } from "@/lib/stats/census";
+import { recordCensusSql } from "@/lib/stats/census-store.postgres";
+import { recordCensusSql as mysqlRecordCensusSql } from "@/lib/stats/census-store.mysql";
 import { rebuildRollups, refreshRollups, repairRecordCensus, verifyRecordCensus } from "@/lib/stats/rollups";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 
 /**
  * The record census (lib/stats/census.ts): records per operation and expiry hour, kept by
@@ -19,7 +24,8 @@ import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/
  * refresh, after refreshes, with traffic above the watermark, after purges, with writers,
  * refresher and purge running at once, after a rebuild; and verifyRecordCensus finds and
  * repairs what breaks the invariant (deletes behind the console's back, records without a
- * reserved event, a changed expires_at).
+ * reserved event, a changed expires_at). On MySQL/MariaDB too, with the tests' own SQL in
+ * MySQL's spelling where it differs.
  */
 
 const HOUR = 3_600_000;
@@ -35,9 +41,14 @@ afterAll(() => db?.drop());
 
 const stored = async (sql: SqlExecutor) =>
   Object.fromEntries(
-    (await sql.query<{ k: string; n: bigint }>(`SELECT operation || ' ' || to_char(expires_hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count AS n FROM record_census WHERE count > 0`)).map(
-      (r) => [r.k, Number(r.n)],
-    ),
+    (
+      await sql.query<{ k: string; n: bigint }>(
+        byDialect(sql, {
+          postgres: `SELECT operation || ' ' || to_char(expires_hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count AS n FROM record_census WHERE count > 0`,
+          mysql: `SELECT CONCAT(operation, ' ', DATE_FORMAT(expires_hour, '%Y-%m-%dT%H')) AS k, count AS n FROM record_census WHERE count > 0`,
+        }),
+      )
+    ).map((r) => [r.k, Number(r.n)]),
   );
 
 /**
@@ -57,12 +68,20 @@ const expected = async (sql: SqlExecutor) =>
            UNION
            SELECT id FROM idempotency_records WHERE id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'records'), 0)
          )
-         SELECT operation || ' ' || to_char(h AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count(*)::bigint AS n FROM (
+         ${byDialect(sql, {
+           postgres: `SELECT operation || ' ' || to_char(h AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count(*)::bigint AS n FROM (
            SELECT r.operation, date_trunc('hour', r.expires_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS h
              FROM idempotency_records r WHERE r.id NOT IN (SELECT id FROM touched)
            UNION ALL
            SELECT m.operation, m.expires_hour FROM record_census_members m WHERE m.record_id IN (SELECT id FROM touched)
          ) x GROUP BY 1`,
+           mysql: `SELECT CONCAT(x.operation, ' ', DATE_FORMAT(x.h, '%Y-%m-%dT%H')) AS k, COUNT(*) AS n FROM (
+           SELECT r.operation, CAST(DATE_FORMAT(r.expires_at, '%Y-%m-%d %H:00:00') AS DATETIME) AS h
+             FROM idempotency_records r WHERE r.id NOT IN (SELECT id FROM touched)
+           UNION ALL
+           SELECT m.operation, m.expires_hour FROM record_census_members m WHERE m.record_id IN (SELECT id FROM touched)
+         ) x GROUP BY k`,
+         })}`,
       )
     ).map((r) => [r.k, Number(r.n)]),
   );
@@ -89,12 +108,22 @@ function intervals(now: number, seed: number): ExpiryInterval[] {
 async function raw(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
   const out: Record<string, number> = {};
   for (const i of iv) {
-    const rows = await sql.query<{ operation: string; n: bigint }>(
-      `SELECT operation, count(*)::bigint AS n FROM idempotency_records
+    const rows = await byDialect(sql, {
+      postgres: () =>
+        sql.query<{ operation: string; n: bigint }>(
+          `SELECT operation, count(*)::bigint AS n FROM idempotency_records
         WHERE ($1::timestamptz IS NULL OR expires_at >= $1) AND ($2::timestamptz IS NULL OR expires_at < $2) AND ($3::text IS NULL OR operation = $3)
         GROUP BY 1`,
-      [i.from, i.to, operation ?? null],
-    );
+          [i.from, i.to, operation ?? null],
+        ),
+      mysql: () =>
+        sql.query<{ operation: string; n: bigint }>(
+          `SELECT operation, COUNT(*) AS n FROM idempotency_records
+        WHERE (? IS NULL OR expires_at >= ?) AND (? IS NULL OR expires_at < ?) AND (? IS NULL OR operation = ?)
+        GROUP BY operation`,
+          [i.from, i.from, i.to, i.to, operation ?? null, operation ?? null],
+        ),
+    })();
     for (const r of rows) out[`${i.name} ${r.operation}`] = Number(r.n);
   }
   return out;
@@ -114,7 +143,23 @@ async function expectExact(label: string, seed = 1) {
 
 const policies = () =>
   db.sql.exec(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, enabled, updated_by_label)
-               VALUES (NULL, 1, 1000, true, 'census test') ON CONFLICT DO NOTHING`);
+               VALUES (NULL, 1, 1000, true, 'census test') ${byDialect(db, { postgres: "ON CONFLICT DO NOTHING", mysql: "ON DUPLICATE KEY UPDATE id = id" })}`);
+
+/** Deletes the record `where` picks (one id) and answers its columns: PostgreSQL's DELETE … RETURNING, or a read then a delete by id. */
+async function deleteRecord<T>(where: string, columns: string): Promise<T> {
+  return byDialect(db, {
+    postgres: async () => (await db.sql.query<T>(`DELETE FROM idempotency_records WHERE id = (${where}) RETURNING ${columns}`))[0],
+    mysql: async () => {
+      const [row] = await db.sql.query<T>(`SELECT id AS "deleteId", ${columns} FROM idempotency_records WHERE id = (${where})`);
+      const { deleteId, ...rest } = row as T & { deleteId: bigint };
+      await db.sql.query(`DELETE FROM idempotency_records WHERE id = ?`, [deleteId]);
+      return rest as T;
+    },
+  })();
+}
+
+/** A time `sql` (PostgreSQL's spelling: now() ± interval '…') in the database's dialect. */
+const sqlNow = (pg: string, mysql: string) => byDialect(db, { postgres: pg, mysql });
 
 async function purge(reason: string, batchSize = 7) {
   const run = await startPurge(db.prisma, SYSTEM, { reason, batchSize, pauseMs: 0 }, { workerId: "census", leaseSeconds: 60, requireConfirmation: false });
@@ -126,7 +171,7 @@ async function purge(reason: string, batchSize = 7) {
 describe("record census (lib/stats/census.ts)", () => {
   it("is exact before any refresh, after refreshes, with traffic above the watermark and a partial refresh", async () => {
     await generateDemoTraffic(db, { seed: 11, requests: 300, days: 30 });
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM record_census`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM record_census`);
     expect(n).toBe(0n); // nothing rolled up: every record is counted raw
     await expectExact("before any refresh", 1);
     await db.withSession((s) => refreshRollups(s));
@@ -152,22 +197,25 @@ describe("record census (lib/stats/census.ts)", () => {
       return old.complete(r.record.id, { code: 201, headers: [], body: "{}" });
     };
     const a = await reserve("census-a");
-    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = $1`, [a.id]);
+    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = ${db.dialect.param(1)}`, [a.id]);
     await db.withSession((s) => refreshRollups(s));
     const b = await reserve("census-b");
     // New expired records whose reserved events are not rolled up: purged before the census ever counts them.
     await generateDemoTraffic(db, { seed: 13, requests: 80, days: 20, now: new Date(Date.now() - 25 * DAY) });
     const [{ n: unrolled }] = await db.sql.query<{ n: bigint }>(
-      `SELECT count(*)::bigint AS n FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
-        WHERE e.kind = 'reserved' AND e.id > (SELECT watermark FROM rollup_state WHERE name = 'events') AND r.expires_at < now() - interval '1 day'`,
+      `SELECT count(*) AS n FROM idempotency_events e JOIN idempotency_records r ON r.id = e.record_id
+        WHERE e.kind = 'reserved' AND e.id > (SELECT watermark FROM rollup_state WHERE name = 'events') AND r.expires_at < ${sqlNow("now() - interval '1 day'", "UTC_TIMESTAMP(6) - INTERVAL 1 DAY")}`,
     );
     expect(Number(unrolled)).toBeGreaterThan(0);
-    const before = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records`);
+    const before = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records`);
     const deleted = await purge("census: purge with uncounted records");
     expect(deleted).toBeGreaterThan(0);
-    const after = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records`);
+    const after = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records`);
     expect(Number(before[0].n) - Number(after[0].n)).toBe(deleted);
-    const left = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id = ANY($1::bigint[])`, [[a.id, b.id]]);
+    const left = await byDialect(db, {
+      postgres: () => db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id = ANY($1::bigint[])`, [[a.id, b.id]]),
+      mysql: () => db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id IN (?, ?)`, [a.id, b.id]),
+    })();
     expect(left.map((r) => r.id)).toEqual([a.id]);
     await expectExact("after a purge", 5);
     await db.withSession((s) => refreshRollups(s));
@@ -243,19 +291,30 @@ describe("record census (lib/stats/census.ts)", () => {
     // Inserted without a reserved event: above the record high-water mark, so counted exactly
     // before any refresh (and by the next one), never drift.
     await db.sql.query(
-      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
+      byDialect(db, {
+        postgres: `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
        VALUES ('tenant:rogue', 'create_order', 'rogue-1', $1, 'completed', now(), now(), '2030-01-01T00:30:00Z')`,
+        mysql: `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
+       VALUES ('tenant:rogue', 'create_order', 'rogue-1', ?, 'completed', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), '2030-01-01 00:30:00')`,
+      }),
       ["b".repeat(64)],
     );
     await expectExact("a record without a reserved event, before a refresh", 12);
     // Deleted behind the console's back and expires_at moved, neither with an event.
-    const [gone] = await db.sql.query<{ operation: string; expires_at: Date }>(
-      `DELETE FROM idempotency_records WHERE id = (SELECT min(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold) RETURNING operation, expires_at`,
+    const gone = await deleteRecord<{ operation: string; expires_at: Date }>(
+      `SELECT min(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold`,
+      "operation, expires_at",
     );
     const [moved] = await db.sql.query<{ id: bigint; operation: string; expires_at: Date }>(
       `SELECT id, operation, expires_at FROM idempotency_records WHERE id = (SELECT max(id) FROM idempotency_records WHERE scope LIKE 'tenant:race%')`,
     );
-    await db.sql.query(`UPDATE idempotency_records SET expires_at = '2031-06-01T10:15:00Z' WHERE id = $1`, [moved.id]);
+    await db.sql.query(
+      byDialect(db, {
+        postgres: `UPDATE idempotency_records SET expires_at = '2031-06-01T10:15:00Z' WHERE id = $1`,
+        mysql: `UPDATE idempotency_records SET expires_at = '2031-06-01 10:15:00' WHERE id = ?`,
+      }),
+      [moved.id],
+    );
     const drift = await db.withSession((s) => verifyRecordCensus(s));
     const hour = (d: Date) => new Date(Math.floor(d.getTime() / HOUR) * HOUR).toISOString();
     expect(drift.map((d) => `${d.operation} ${d.expiresHour.toISOString()} ${d.should - d.had}`)).toEqual(
@@ -277,13 +336,16 @@ describe("record census (lib/stats/census.ts)", () => {
   it("the sweep finds what writers did without any event (a delete, a moved expiry) round the table, repairs it and reports it", async () => {
     await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
     await db.sql.exec(`DELETE FROM census_departures`);
-    const [gone] = await db.sql.query<{ id: bigint }>(
-      `DELETE FROM idempotency_records WHERE id = (SELECT max(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold) RETURNING id`,
+    const gone = await deleteRecord<{ id: bigint }>(`SELECT max(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold`, "id");
+    // (MySQL cannot name the updated table in a subquery: the id is read first there.)
+    const [{ first }] = await db.sql.query<{ first: bigint }>(`SELECT min(id) AS first FROM idempotency_records`);
+    await db.sql.query(
+      `UPDATE idempotency_records SET expires_at = expires_at + ${sqlNow("interval '5 days'", "INTERVAL 5 DAY")} WHERE id = ${db.dialect.param(1)}`,
+      [first],
     );
-    await db.sql.query(`UPDATE idempotency_records SET expires_at = expires_at + interval '5 days' WHERE id = (SELECT min(id) FROM idempotency_records)`);
     expect(await stored(db.sql)).not.toEqual(await expected(db.sql));
     // Small slices: several refreshes go round the table once.
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records`);
     const slice = 40;
     for (let i = 0; i <= Number(n) / slice + 1; i++) await db.withSession((s) => refreshRollups(s, { sweepRecords: slice }));
     expect(await stored(db.sql)).toEqual(await expected(db.sql));
@@ -293,18 +355,21 @@ describe("record census (lib/stats/census.ts)", () => {
     );
     expect(departures).toEqual({ deleted_outside: 1, expires_moved: 1 });
     expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
-    expect((await db.sql.query(`SELECT 1 FROM record_census_members WHERE record_id = $1`, [gone.id])).length).toBe(0);
+    expect((await db.sql.query(`SELECT 1 FROM record_census_members WHERE record_id = ${db.dialect.param(1)}`, [gone.id])).length).toBe(0);
   }, 120_000);
 
   it("a repair applies what it read record by record: a refresh between the check's snapshot and its repair is kept", async () => {
     await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
     // Drift in one operation-hour (a record deleted behind the console's back)…
-    const [gone] = await db.sql.query<{ operation: string; expires_at: Date; created_at: Date }>(
-      `DELETE FROM idempotency_records WHERE id = (SELECT max(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold AND expires_at BETWEEN now() + interval '2 hours' AND now() + interval '20 days')
-       RETURNING operation, expires_at, created_at`,
+    const gone = await deleteRecord<{ operation: string; expires_at: Date; created_at: Date }>(
+      `SELECT max(id) FROM idempotency_records WHERE status = 'completed' AND NOT legal_hold AND expires_at BETWEEN ${sqlNow(
+        "now() + interval '2 hours' AND now() + interval '20 days'",
+        "UTC_TIMESTAMP(6) + INTERVAL 2 HOUR AND UTC_TIMESTAMP(6) + INTERVAL 20 DAY",
+      )}`,
+      "operation, expires_at, created_at",
     );
     const check = await db.withSession(async (s) => {
-      await s.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      await s.exec(s.dialect.snapshot); // PostgreSQL's: BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY
       try {
         return await readCensusDrift(s);
       } finally {
@@ -315,7 +380,13 @@ describe("record census (lib/stats/census.ts)", () => {
     expect(check.drift.map((d) => [d.operation, d.expiresHour.toISOString(), d.should - d.had])).toEqual([[gone.operation, hour.toISOString(), -1]]);
     // …then, before the repair, a new record in the same operation-hour is reserved and rolled up.
     const ttl = Math.round((hour.getTime() + 30 * 60_000 - Date.now()) / 1000);
-    const r = await new IdempotencyStore(db.prisma).begin({ scope: "tenant:census-repair", operation: gone.operation, key: "repair-1", payload: { x: 1 }, ttlSeconds: ttl });
+    const r = await new IdempotencyStore(db.prisma).begin({
+      scope: "tenant:census-repair",
+      operation: gone.operation,
+      key: "repair-1",
+      payload: { x: 1 },
+      ttlSeconds: ttl,
+    });
     expect(Math.floor(r.record.expiresAt.getTime() / HOUR) * HOUR).toBe(hour.getTime());
     await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
     await db.withSession((s) => repairRecordCensus(s, check));
@@ -324,7 +395,12 @@ describe("record census (lib/stats/census.ts)", () => {
 
   it("a rebuild recounts it, including records whose reserved events were purged", async () => {
     // Reserved events gone (an events purge), records still there: they stay counted.
-    await db.sql.exec(`DELETE FROM idempotency_events WHERE id IN (SELECT id FROM idempotency_events WHERE kind = 'reserved' ORDER BY id LIMIT 30)`);
+    await db.sql.exec(
+      byDialect(db, {
+        postgres: `DELETE FROM idempotency_events WHERE id IN (SELECT id FROM idempotency_events WHERE kind = 'reserved' ORDER BY id LIMIT 30)`,
+        mysql: `DELETE FROM idempotency_events WHERE kind = 'reserved' ORDER BY id LIMIT 30`,
+      }),
+    );
     const before = await stored(db.sql);
     await db.withSession((s) => rebuildRollups(s, { batchSize: 500 }));
     expect(await stored(db.sql)).toEqual(before);
@@ -332,8 +408,11 @@ describe("record census (lib/stats/census.ts)", () => {
     expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
   }, 120_000);
 
-  it("the old refresh (flag of the previous version) is refused on the census", async () => {
-    await expect(db.sql.query(`INSERT INTO record_census (operation, expires_hour, count) VALUES ('x', '2030-01-01T00:00:00Z', 1)`)).rejects.toThrow(/upgrade the console/);
+  // The previous version's flag is PostgreSQL's (set_config); MySQL's counterpart follows.
+  it.skipIf(usingMysql)("the old refresh (flag of the previous version) is refused on the census", async () => {
+    await expect(db.sql.query(`INSERT INTO record_census (operation, expires_hour, count) VALUES ('x', '2030-01-01T00:00:00Z', 1)`)).rejects.toThrow(
+      /upgrade the console/,
+    );
     await expect(
       db.withSession(async (s) => {
         await s.exec("BEGIN");
@@ -345,6 +424,59 @@ describe("record census (lib/stats/census.ts)", () => {
         }
       }),
     ).rejects.toThrow(/upgrade the console/);
+  });
+
+  it.skipIf(!usingMysql)("MySQL: the census and the rollups refuse writers without the rollup writers' flag, or with another value", async () => {
+    await expect(db.sql.query(`INSERT INTO record_census (operation, expires_hour, count) VALUES ('x', '2030-01-01 00:00:00', 1)`)).rejects.toThrow(
+      /upgrade the console/,
+    );
+    await expect(
+      db.withSession(async (s) => {
+        await s.exec("SET @idempotency_console_rollup_writer = 'tiers'");
+        try {
+          await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES ('2030-01-01 00:00:00', 'x', 'y', 'reserved', 1)`);
+        } finally {
+          await s.exec("SET @idempotency_console_rollup_writer = NULL");
+        }
+      }),
+    ).rejects.toThrow(/upgrade the console/);
+  });
+
+  it.skipIf(!usingMysql)("MySQL: reads the census and index ranges, never a whole services' table; small statuses from the index alone (EXPLAIN)", async () => {
+    const now = new Date();
+    type Plan = { table: string; type: string; key: string | null; Extra: string | null };
+    const explain = (q: { text: string; values: unknown[] }) => db.sql.query<Plan>(`EXPLAIN ${q.text}`, q.values);
+    // The services' tables are aliased e and r in the statement: never read whole. The partial
+    // hours are ranges of expires_at (by operation when filtered: (operation, expires_at) alone).
+    for (const [f, index] of [
+      [{}, "idempotency_records_expires_at_idx"],
+      [{ operation: "capture_payment" }, "idempotency_records_operation_expires_at_idx"],
+    ] as const) {
+      const plan = await explain(mysqlRecordCensusSql(intervals(now.getTime(), 12).slice(0, 4), f));
+      const where = JSON.stringify(plan.map((r) => `${r.table} ${r.type} ${r.key}`));
+      expect(
+        plan.filter((r) => ["e", "r"].includes(r.table) && ["ALL", "index"].includes(r.type)),
+        where,
+      ).toEqual([]);
+      expect(
+        plan.some((r) => r.table === "c"),
+        where,
+      ).toBe(true); // record_census
+      expect(
+        plan.some((r) => r.table === "r" && r.type === "range" && r.key === index),
+        where,
+      ).toBe(true);
+    }
+    for (const q2 of [
+      mysqlStats.statusCountsSql({ operation: "capture_payment" })!,
+      mysqlStats.activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now),
+    ]) {
+      const p2 = await explain(q2);
+      expect(
+        p2.every((r) => r.key === "idempotency_records_unsettled_status_idx" && /Using index/.test(r.Extra ?? "")),
+        JSON.stringify(p2.map((r) => `${r.table} ${r.type} ${r.key} ${r.Extra}`)),
+      ).toBe(true);
+    }
   });
 
   it.skipIf(!usingPostgres)("reads the census and index ranges, never a whole table; small statuses index-only (EXPLAIN on Postgres)", async () => {
@@ -360,7 +492,10 @@ describe("record census (lib/stats/census.ts)", () => {
         expect(plan).toMatch(/idempotency_records_operation_expires_at_idx/);
         // The small statuses, per operation too, from the partial unsettled-status index alone.
         await s.exec("SET LOCAL enable_bitmapscan = off");
-        for (const q2 of [statusCountsSql({ operation: "capture_payment" }), activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now)]) {
+        for (const q2 of [
+          statusCountsSql({ operation: "capture_payment" }),
+          activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now),
+        ]) {
           const p2 = (await s.query<{ "QUERY PLAN": string }>(`EXPLAIN ${q2.text}`, q2.values)).map((r) => r["QUERY PLAN"]).join("\n");
           expect(p2).toMatch(/Index Only Scan using idempotency_records_unsettled_status_idx/);
           expect(p2).not.toMatch(/Seq Scan on idempotency_records|Heap Scan on idempotency_records|Index Scan/);

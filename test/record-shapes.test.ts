@@ -1,8 +1,9 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
+import { execute } from "@/lib/db/sql";
 import { readHeaders } from "@/lib/idempotency";
-import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingMysql, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 
 /**
@@ -12,6 +13,8 @@ import { call, json, tokenFor } from "./helpers/records-api";
  * odd currencies, huge amounts, keys past 255 characters, far dates; events with any detail —
  * are written with plain SQL, then every screen's API reads them for every role: always 200,
  * JSON (or CSV), the headers as pairs, nothing thrown. fast-check with a fixed seed.
+ * On MySQL/MariaDB the shapes are those a MySQL writer can leave: its indexed texts (scope,
+ * operation, key, payload hash, resource and request ids) are VARCHAR(255) (ADR 0012).
  */
 
 let db: TestDatabase;
@@ -29,37 +32,48 @@ afterAll(() => db?.drop());
 const text = (max: number) => fc.string({ unit: "grapheme", maxLength: max }).map((s) => s.replace(/\u0000/g, ""));
 const nonEmpty = (max: number) => text(max).filter((s) => s.length > 0);
 const jsonValue = fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.parse(JSON.stringify(v).replace(/\\u0000/g, "")));
+/** At most `max` characters on MySQL, where the column is VARCHAR(255) and a longer text is refused; as generated elsewhere. */
+const fit = (max: number) => (s: string) => (usingMysql ? [...s].slice(0, max).join("") : s);
 
 const headersArb = fc.oneof(
   fc.constant(null),
   fc.array(fc.tuple(nonEmpty(30), text(60)), { maxLength: 6 }), // the contract: pairs
   fc.dictionary(nonEmpty(30), fc.oneof(text(60), fc.integer(), fc.array(text(20), { maxLength: 3 }), fc.constant(null), jsonValue), { maxKeys: 6 }), // an object
-  fc.array(fc.tuple(nonEmpty(20), text(30)).map(([n, v]) => `${n.replace(/:/g, "")}: ${v}`), { maxLength: 4 }), // header lines
+  fc.array(
+    fc.tuple(nonEmpty(20), text(30)).map(([n, v]) => `${n.replace(/:/g, "")}: ${v}`),
+    { maxLength: 4 },
+  ), // header lines
   jsonValue, // anything else a writer may have put there
 );
 
-const hashArb = fc.oneof(
-  fc.stringMatching(/^[0-9a-f]{64}$/),
-  fc.stringMatching(/^[0-9A-F]{40}$/),
-  fc.stringMatching(/^[0-9a-f]{32}$/),
-  fc.base64String({ minLength: 4, maxLength: 44 }),
-  nonEmpty(120),
-);
+const hashArb = fc
+  .oneof(
+    fc.stringMatching(/^[0-9a-f]{64}$/),
+    fc.stringMatching(/^[0-9A-F]{40}$/),
+    fc.stringMatching(/^[0-9a-f]{32}$/),
+    fc.base64String({ minLength: 4, maxLength: 44 }),
+    nonEmpty(120),
+  )
+  .map(fit(255));
 
 const dateArb = fc.date({ min: new Date("2000-01-01T00:00:00Z"), max: new Date("2080-12-31T00:00:00Z"), noInvalidDate: true });
 
 const recordArb = fc.record({
-  scope: nonEmpty(60),
-  operation: fc.oneof(fc.constantFrom("capture_payment", "create_order", "refund_payment"), nonEmpty(40)),
-  key: nonEmpty(300),
+  scope: nonEmpty(60).map(fit(255)),
+  operation: fc.oneof(fc.constantFrom("capture_payment", "create_order", "refund_payment"), nonEmpty(40)).map(fit(255)),
+  key: nonEmpty(300).map(fit(250)), // stored as `${n}:${key}`
   hash: hashArb,
   status: fc.constantFrom("processing", "completed", "failed", "pending"),
   code: fc.oneof(fc.constant(null), fc.integer({ min: 100, max: 599 }), fc.integer({ min: -5, max: 100_000 })),
   headers: headersArb,
-  body: fc.oneof(fc.constant(null), text(400), jsonValue.map((v) => JSON.stringify(v))),
-  resourceId: fc.option(nonEmpty(40), { nil: null }),
+  body: fc.oneof(
+    fc.constant(null),
+    text(400),
+    jsonValue.map((v) => JSON.stringify(v)),
+  ),
+  resourceId: fc.option(nonEmpty(40).map(fit(255)), { nil: null }),
   provider: fc.option(fc.constantFrom("mockpay", "acmepay", "unknown-psp"), { nil: null }),
-  providerRequestId: fc.option(nonEmpty(40), { nil: null }),
+  providerRequestId: fc.option(nonEmpty(40).map(fit(255)), { nil: null }),
   amount: fc.option(fc.bigInt({ min: -(2n ** 62n), max: 2n ** 62n }), { nil: null }),
   currency: fc.option(fc.oneof(fc.constantFrom("EUR", "eur", "€", "XX", ""), text(5)), { nil: null }),
   createdAt: dateArb,
@@ -67,26 +81,64 @@ const recordArb = fc.record({
   expiresAt: dateArb,
   version: fc.integer({ min: 0, max: 2_000_000_000 }),
   legalHold: fc.boolean(),
-  events: fc.array(fc.record({ kind: fc.constantFrom("reserved", "replayed", "conflict", "in_progress", "completed", "failed", "pending"), detail: fc.option(jsonValue, { nil: null }), hash: fc.option(hashArb, { nil: null }) }), { maxLength: 4 }),
+  events: fc.array(
+    fc.record({
+      kind: fc.constantFrom("reserved", "replayed", "conflict", "in_progress", "completed", "failed", "pending"),
+      detail: fc.option(jsonValue, { nil: null }),
+      hash: fc.option(hashArb, { nil: null }),
+    }),
+    { maxLength: 4 },
+  ),
 });
 
 type Rec = typeof recordArb extends fc.Arbitrary<infer T> ? T : never;
 
-async function insert(r: Rec, n: number): Promise<bigint> {
-  const [{ id }] = await db.sql.query<{ id: bigint }>(
-    `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body,
+/** The n-th placeholder ($n or ?), with PostgreSQL's cast where it needs one. */
+const ph = (n: number, pgCast = "") => (usingMysql ? "?" : `$${n}${pgCast}`);
+
+/** Writes one record as a writer would, in the dialect's SQL: its id. */
+async function insertRecord(values: unknown[]): Promise<bigint> {
+  const text = `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body,
         resource_id, provider, provider_request_id, amount_minor, currency, created_at, updated_at, expires_at, version, legal_hold)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`,
-    [r.scope, r.operation, `${n}:${r.key}`, r.hash, r.status, r.code, r.headers === null ? null : JSON.stringify(r.headers), r.body, r.resourceId, r.provider, r.providerRequestId, r.amount, r.currency, r.createdAt, r.updatedAt, r.expiresAt, r.version, r.legalHold],
-  );
+     VALUES (${values.map((_, k) => ph(k + 1, k === 6 ? "::jsonb" : "")).join(", ")})`;
+  if (usingMysql) return (await execute(db.sql, text, values)).insertId!; // no RETURNING on MySQL
+  const [{ id }] = await db.sql.query<{ id: bigint }>(`${text} RETURNING id`, values);
+  return id;
+}
+
+async function insert(r: Rec, n: number): Promise<bigint> {
+  const id = await insertRecord([
+    r.scope,
+    r.operation,
+    `${n}:${r.key}`,
+    r.hash,
+    r.status,
+    r.code,
+    r.headers === null ? null : JSON.stringify(r.headers),
+    r.body,
+    r.resourceId,
+    r.provider,
+    r.providerRequestId,
+    r.amount,
+    r.currency,
+    r.createdAt,
+    r.updatedAt,
+    r.expiresAt,
+    r.version,
+    r.legalHold,
+  ]);
   for (const e of r.events) {
     await db.sql.query(
-      `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, detail) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)`,
+      `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, detail)
+       VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}, ${ph(5)}, ${ph(6)}, ${ph(7, "::jsonb")})`,
       [id, r.scope, r.operation, `${n}:${r.key}`, e.kind, e.hash, e.detail === null ? null : JSON.stringify(e.detail)],
     );
   }
   if (r.status === "pending" && r.provider) {
-    await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, provider_request_id, next_check_at) VALUES ($1, $2, $3, now())`, [id, r.provider, r.providerRequestId]);
+    await db.sql.query(
+      `INSERT INTO reconciliation_items (record_id, provider, provider_request_id, next_check_at) VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, now())`,
+      [id, r.provider, r.providerRequestId],
+    );
   }
   return id;
 }

@@ -4,9 +4,10 @@ import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { parseMaskSettings } from "@/lib/records/config";
-import { recordDetail } from "@/lib/records/detail";
+import { loadRecord, recordDetail } from "@/lib/records/detail";
 import { buildMaskRules, luhnValid, maskBody, maskHeaders, maskResponse, MASK } from "@/lib/records/mask";
-import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { execute } from "@/lib/db/sql";
+import { createTestDatabase, usingMysql, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 
 const rules = buildMaskRules({ extraKeys: [], extraHeaders: [], extraPatterns: [] });
@@ -158,7 +159,7 @@ const reveal = (id: bigint | number, token: string | null, body: unknown) =>
 
 async function auditOf(id: bigint) {
   return db.sql.query<{ action: string; outcome: string; reason: string | null; actor_label: string; detail: unknown }>(
-    `SELECT action, outcome, reason, actor_label, detail FROM audit_log WHERE target_table = 'idempotency_records' AND target_id = $1 ORDER BY id`,
+    `SELECT action, outcome, reason, actor_label, detail FROM audit_log WHERE target_table = 'idempotency_records' AND target_id = ${db.dialect.param(1)} ORDER BY id`,
     [id.toString()],
   );
 }
@@ -168,7 +169,13 @@ describe("record detail", () => {
     const pair = demo.doubleSubmits[0];
     const id = BigInt(pair.recordIds[0]);
     const d = await recordDetail(db.sql, id, { bodyAccess: "masked" });
-    const [raw] = await db.sql.query<Record<string, unknown>>(`SELECT * FROM idempotency_records WHERE id = $1`, [id]);
+    // legal_hold is a BOOLEAN on PostgreSQL, a TINYINT(1) (0/1) on MySQL: the raw row says false either way.
+    const [raw] = (await db.sql.query<Record<string, unknown>>(`SELECT * FROM idempotency_records WHERE id = ${db.dialect.param(1)}`, [id])).map(
+      (r): Record<string, unknown> => ({
+        ...r,
+        legal_hold: Boolean(r.legal_hold),
+      }),
+    );
     expect(d.record).toMatchObject({
       id,
       scope: raw.scope,
@@ -182,10 +189,12 @@ describe("record detail", () => {
       version: raw.version,
       legalHold: raw.legal_hold,
     });
-    const events = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_events WHERE record_id = $1 ORDER BY occurred_at, id`, [id]);
+    const events = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_events WHERE record_id = ${db.dialect.param(1)} ORDER BY occurred_at, id`, [
+      id,
+    ]);
     expect(d.timeline.events.map((e) => e.id)).toEqual(events.map((e) => e.id));
     expect(d.timeline).toMatchObject({ total: events.length, truncated: false });
-    const outbox = await db.sql.query<{ id: bigint }>(`SELECT id FROM outbox_messages WHERE record_id = $1 ORDER BY created_at, id`, [id]);
+    const outbox = await db.sql.query<{ id: bigint }>(`SELECT id FROM outbox_messages WHERE record_id = ${db.dialect.param(1)} ORDER BY created_at, id`, [id]);
     expect(d.outboxMessages.map((m) => m.id)).toEqual(outbox.map((m) => m.id));
     // The planted double charge shows up as a suspected duplicate of its first half.
     expect(d.suspectedDuplicates.map((s) => s.id.toString())).toEqual([pair.recordIds[1]]);
@@ -198,19 +207,33 @@ describe("record detail", () => {
   });
 
   it("says which actions can work on the record, and why not: check with provider, compensation", async () => {
-    const stuck = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE status = 'processing' AND provider_request_id IS NULL ORDER BY created_at LIMIT 1`);
+    const stuck = await db.sql.query<{ id: bigint }>(
+      `SELECT id FROM idempotency_records WHERE status = 'processing' AND provider_request_id IS NULL ORDER BY created_at LIMIT 1`,
+    );
     const pending = await db.sql.query<{ record_id: bigint }>(`SELECT record_id FROM reconciliation_items WHERE state = 'open' LIMIT 1`);
     const refund = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE operation = 'refund_payment' AND status = 'completed' LIMIT 1`);
-    const capture = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE operation = 'capture_payment' AND status = 'completed' LIMIT 1`);
+    const capture = await db.sql.query<{ id: bigint }>(
+      `SELECT id FROM idempotency_records WHERE operation = 'capture_payment' AND status = 'completed' LIMIT 1`,
+    );
     const detail = (id: bigint) => recordDetail(db.sql, id, { bodyAccess: "none" });
-    expect((await detail(stuck[0].id)).checkWithProvider).toMatchObject({ allowed: false, cause: "no_provider_request", reason: expect.stringMatching(/resolve it by hand/) });
+    expect((await detail(stuck[0].id)).checkWithProvider).toMatchObject({
+      allowed: false,
+      cause: "no_provider_request",
+      reason: expect.stringMatching(/resolve it by hand/),
+    });
     expect((await detail(pending[0].record_id)).checkWithProvider).toEqual({ allowed: true, cause: null, reason: null });
     const done = await detail(capture[0].id);
     expect(done.checkWithProvider).toMatchObject({ allowed: false, cause: "not_open" });
     expect(done.compensation).toEqual({ allowed: true, reason: null });
     expect((await detail(refund[0].id)).compensation).toMatchObject({ allowed: false, reason: expect.stringMatching(/is a refund/) });
     // A processing record that is not stuck yet (its worker may still be running).
-    const fresh = await new IdempotencyStore(db.prisma).begin({ scope: "tenant:fresh", operation: "capture_payment", key: "fresh-1", payload: {}, providerRequestId: "req_fresh" });
+    const fresh = await new IdempotencyStore(db.prisma).begin({
+      scope: "tenant:fresh",
+      operation: "capture_payment",
+      key: "fresh-1",
+      payload: {},
+      providerRequestId: "req_fresh",
+    });
     expect((await detail(fresh.record.id)).checkWithProvider).toMatchObject({ allowed: false, cause: "not_stuck_yet" });
   });
 
@@ -269,13 +292,18 @@ describe("record detail", () => {
     expect(entries[0]).toMatchObject({ action: "records.reveal", outcome: "done", reason: "customer disputes charge, ticket 4711" });
     expect(entries[0].actor_label).toContain(email);
     expect(JSON.stringify(entries[0].detail)).not.toMatch(/4111|jane|s3cr3t|tok_live/); // where, never what
-    const [entry] = await db.sql.query<{ id: bigint }>(`SELECT id FROM audit_log WHERE target_id = $1 AND outcome = 'done'`, [secretId.toString()]);
+    const [entry] = await db.sql.query<{ id: bigint }>(`SELECT id FROM audit_log WHERE target_id = ${db.dialect.param(1)} AND outcome = 'done'`, [
+      secretId.toString(),
+    ]);
     expect(body.auditId).toBe(entry.id.toString());
     // The reveal is part of the record's audit trail in its detail.
     const detail = await recordDetail(db.sql, secretId, { bodyAccess: "none" });
     expect(detail.audit.map((a) => a.action)).toEqual(["records.reveal"]);
     // And the record did not change.
-    const [rec] = await db.sql.query<{ version: number; response_body: string }>(`SELECT version, response_body FROM idempotency_records WHERE id = $1`, [secretId]);
+    const [rec] = await db.sql.query<{ version: number; response_body: string }>(
+      `SELECT version, response_body FROM idempotency_records WHERE id = ${db.dialect.param(1)}`,
+      [secretId],
+    );
     expect(rec).toEqual({ version: 1, response_body: SECRET_BODY });
   });
 
@@ -300,7 +328,7 @@ describe("record detail", () => {
     // The refusal with a target is on the record's trail; the others are in the log under the action.
     const onRecord = (await auditOf(secretId)).slice(before);
     expect(onRecord).toEqual([expect.objectContaining({ action: "records.reveal", outcome: "refused", reason: "token without read_body" })]);
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM audit_log WHERE action = 'records.reveal' AND outcome = 'refused'`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM audit_log WHERE action = 'records.reveal' AND outcome = 'refused'`);
     expect(Number(n)).toBe(3 + 2 + 1);
     expect((await verifyAuditChain(db.prisma)).intact).toBe(true);
   });
@@ -325,5 +353,54 @@ describe("record detail", () => {
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
     expect((await call((await detailRoute()).DELETE, `/api/v1/records/${secretId}`, token, { method: "DELETE" }, idParams(secretId))).status).toBe(405);
+  });
+});
+
+describe.skipIf(!usingMysql)("MySQL/MariaDB: stored headers whatever the column's type", () => {
+  it("reads pairs, an object and header lines from an adopted table's LONGTEXT column as from a JSON one", async () => {
+    const adopted = await createTestDatabase();
+    try {
+      // A shop's own table may hold the headers as text: JSON text, or lines (ADR 0012, adoption keeps the types).
+      await adopted.sql.exec("ALTER TABLE idempotency_records MODIFY response_headers LONGTEXT NULL");
+      const stored: [string, unknown, string][] = [
+        [
+          '[["Content-Type","application/json"],["Set-Cookie","a=1"]]',
+          [
+            ["Content-Type", "application/json"],
+            ["Set-Cookie", "a=1"],
+          ],
+          "pairs",
+        ],
+        [
+          '{"Content-Type":"application/json","Vary":["Accept","Origin"]}',
+          [
+            ["Content-Type", "application/json"],
+            ["Vary", "Accept"],
+            ["Vary", "Origin"],
+          ],
+          "object",
+        ],
+        [
+          "Content-Type: text/plain\r\nX-Request-Id: r1",
+          [
+            ["Content-Type", "text/plain"],
+            ["X-Request-Id", "r1"],
+          ],
+          "lines",
+        ],
+      ];
+      for (const [k, [text, pairs, shape]] of stored.entries()) {
+        const { insertId } = await execute(
+          adopted.sql,
+          `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body, expires_at)
+           VALUES ('tenant:adopted', 'create_order', ?, 'h', 'completed', 201, ?, '{"id":"ord_1"}', '2027-01-01 00:00:00')`,
+          [`adopted-${k}`, text],
+        );
+        const record = await loadRecord(adopted.sql, insertId!);
+        expect(record).toMatchObject({ responseHeaders: pairs, responseHeadersShape: shape, responseHeadersUnreadable: null, responseBody: '{"id":"ord_1"}' });
+      }
+    } finally {
+      await adopted.drop();
+    }
   });
 });

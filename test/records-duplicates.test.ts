@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
@@ -64,11 +65,12 @@ describe("duplicate-charge finder", () => {
     const p = demo.doubleSubmits[0];
     const first = new Date(p.createdAt[0]);
     expect(await pairsOf({ from: first, to: new Date(first.getTime() + 1) })).toEqual([p.recordIds.join("+")]);
-    expect(await pairsOf({ from: new Date(first.getTime() + 1), to: new Date(new Date(p.createdAt[1]).getTime() + 1) })).not.toContain(
-      p.recordIds.join("+"),
-    );
+    expect(await pairsOf({ from: new Date(first.getTime() + 1), to: new Date(new Date(p.createdAt[1]).getTime() + 1) })).not.toContain(p.recordIds.join("+"));
     expect(await pairsOf({ scope: p.scope })).toEqual(
-      demo.doubleSubmits.filter((d) => d.scope === p.scope).map((d) => d.recordIds.join("+")).sort(),
+      demo.doubleSubmits
+        .filter((d) => d.scope === p.scope)
+        .map((d) => d.recordIds.join("+"))
+        .sort(),
     );
     expect(await pairsOf({ operation: "create_order" })).toEqual([]);
     expect(await pairsOf({ bases: ["amount_resource"] })).toEqual([]); // each capture created its own payment id
@@ -116,12 +118,17 @@ describe("duplicate-charge finder", () => {
     const ids: bigint[] = [];
     for (const [k, s] of [0, 480, 960].entries()) {
       const r = await new IdempotencyStore(db.prisma, { clock: () => new Date(t0 + s * 1000) }).begin({
-        scope: "tenant:chain", operation: "capture_payment", key: `chain-${k}`, payload: { cart: 7 }, amountMinor: 1999, currency: "EUR",
+        scope: "tenant:chain",
+        operation: "capture_payment",
+        key: `chain-${k}`,
+        payload: { cart: 7 },
+        amountMinor: 1999,
+        currency: "EUR",
       });
       if (r.outcome !== "owner") throw new Error("setup");
       ids.push(r.record.id);
     }
-    const [first] = await db.sql.query<RecordSummary>(`SELECT ${recordColumns("r")} FROM idempotency_records r WHERE id = $1`, [ids[0]]);
+    const [first] = await db.sql.query<RecordSummary>(`SELECT ${recordColumns("r")} FROM idempotency_records r WHERE id = ${db.dialect.param(1)}`, [ids[0]]);
     const dups = await duplicatesOfRecord(db.sql, first);
     expect(dups.map((d) => d.id)).toEqual([ids[1], ids[2]]);
     expect(dups[0]).toMatchObject({ basis: ["payload_hash"], secondsApart: 480 });
@@ -134,7 +141,12 @@ describe("duplicate-charge finder", () => {
     for (const c of all.clusters) {
       for (const member of c.records) {
         const others = (await duplicatesOfRecord(db.sql, member)).map((d) => d.id).sort();
-        expect(others, `record ${member.id}`).toEqual(c.records.map((r) => r.id).filter((id) => id !== member.id).sort());
+        expect(others, `record ${member.id}`).toEqual(
+          c.records
+            .map((r) => r.id)
+            .filter((id) => id !== member.id)
+            .sort(),
+        );
       }
     }
   });
@@ -147,8 +159,8 @@ describe("duplicate-charge finder", () => {
           ON (b.payload_hash = a.payload_hash OR (b.resource_id = a.resource_id AND b.amount_minor = a.amount_minor AND b.currency = a.currency))
        WHERE a.scope = b.scope AND a.operation = b.operation AND a.idempotency_key <> b.idempotency_key
          AND (b.created_at > a.created_at OR (b.created_at = a.created_at AND b.id > a.id))
-         AND b.created_at - a.created_at <= interval '10 minutes'
-         AND a.created_at >= $1 AND a.created_at < $2`,
+         AND ${byDialect(db, { postgres: "b.created_at - a.created_at <= interval '10 minutes'", mysql: "b.created_at <= a.created_at + INTERVAL 10 MINUTE" })}
+         AND a.created_at >= ${db.dialect.param(1)} AND a.created_at < ${db.dialect.param(2)}`,
       [from, now],
     );
     const r = await findDuplicates(db.sql, { from, to: now, limit: 500 });
@@ -172,10 +184,16 @@ describe("the keys' whole lifetime (no range given)", () => {
     const found = r.clusters.map((c) => c.records.map((x) => x.id.toString()).join("+"));
     for (const pair of planted()) expect(found).toContain(pair);
     const weekAgo = now.getTime() - 7 * 86_400_000;
-    expect(demo.doubleSubmits.some((p) => Date.parse(p.createdAt[0]) < weekAgo), "the demo plants pairs older than a week").toBe(true);
+    expect(
+      demo.doubleSubmits.some((p) => Date.parse(p.createdAt[0]) < weekAgo),
+      "the demo plants pairs older than a week",
+    ).toBe(true);
     // Scoped: from that scope's oldest record.
     const scope = demo.doubleSubmits[0].scope;
-    const [{ oldestInScope }] = await db.sql.query<{ oldestInScope: Date }>(`SELECT min(created_at) AS "oldestInScope" FROM idempotency_records WHERE scope = $1`, [scope]);
+    const [{ oldestInScope }] = await db.sql.query<{ oldestInScope: Date }>(
+      `SELECT min(created_at) AS "oldestInScope" FROM idempotency_records WHERE scope = ${db.dialect.param(1)}`,
+      [scope],
+    );
     const scoped = await findDuplicates(db.sql, { scope });
     expect(scoped.from.getTime()).toBe(new Date(oldestInScope).getTime());
     expect(scoped.clusters.every((c) => c.scope === scope)).toBe(true);
@@ -188,7 +206,11 @@ describe("the keys' whole lifetime (no range given)", () => {
     const all = await json(await call(route.GET, `/api/v1/duplicates`, token));
     expect(all.lifetime).toBe(true);
     expect(all.clusters.length).toBeGreaterThanOrEqual(planted().length);
-    const ranged = await call(route.GET, `/api/v1/duplicates?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z&scope=${encodeURIComponent(demo.doubleSubmits[0].scope)}`, token);
+    const ranged = await call(
+      route.GET,
+      `/api/v1/duplicates?from=2026-01-01T00:00:00Z&to=2026-12-01T00:00:00Z&scope=${encodeURIComponent(demo.doubleSubmits[0].scope)}`,
+      token,
+    );
     expect(ranged.status).toBe(200);
     expect((await json(ranged)).lifetime).toBe(false);
   });
@@ -199,7 +221,11 @@ describe("GET /api/v1/duplicates", () => {
     const route = await import("@/app/api/v1/duplicates/route");
     const { token } = await tokenFor(db, ["support"]);
     const p = demo.doubleSubmits[0];
-    const res = await call(route.GET, `/api/v1/duplicates?from=${p.createdAt[0]}&to=${now.toISOString()}&window=10m&scope=${encodeURIComponent(p.scope)}`, token);
+    const res = await call(
+      route.GET,
+      `/api/v1/duplicates?from=${p.createdAt[0]}&to=${now.toISOString()}&window=10m&scope=${encodeURIComponent(p.scope)}`,
+      token,
+    );
     expect(res.status).toBe(200);
     const body = await json(res);
     expect(body.windowSeconds).toBe(600);

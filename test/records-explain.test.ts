@@ -7,19 +7,26 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "@/lib/db/client";
 import { migrate } from "@/lib/db/migrate";
 import { bulkGenerate } from "@/lib/demo/bulk";
-import { duplicatePairsSql } from "@/lib/records/duplicates";
+import { mysqlDuplicatePairsSql } from "@/lib/records/duplicates-store.mysql";
+import { duplicatePairsSql } from "@/lib/records/duplicates-store.postgres";
 import { parseStuckThresholds } from "@/lib/records/config";
-import { queueSql } from "@/lib/records/queue";
-import { SEARCH_FIELDS, searchSql, type SearchField, type SearchInput } from "@/lib/records/search";
-import { conflictRowsSql } from "@/lib/stats/conflicts";
-import { expirySql } from "@/lib/stats/expiry";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { mysqlQueueSql } from "@/lib/records/queue-store.mysql";
+import { queueSql } from "@/lib/records/queue-store.postgres";
+import type { SearchInput } from "@/lib/records/search";
+import { mysqlSearchSql } from "@/lib/records/search-store.mysql";
+import { searchSql } from "@/lib/records/search-store.postgres";
+import { SEARCH_FIELDS, type SearchField } from "@/lib/records/vocabulary";
+import { conflictRowsSql, expirySql } from "@/lib/stats/store.postgres";
+import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 
 /**
  * The read side answers from indexes, not scans: EXPLAIN every query shape on real
  * Postgres after ANALYZE on 20,000 bulk records (60,000 events), in a database whose
  * default collation is NOT "C" (ICU en-US), where a default-opclass btree cannot serve
  * LIKE 'prefix%' — only the text_pattern_ops indexes of 20261130030000_search_indexes can.
+ * On MySQL/MariaDB the same guarantee, from its EXPLAIN: no full scan of records or events,
+ * the field's own index for few matches, a prefix as an index range (the tables are
+ * utf8mb4_bin, so the plain index serves LIKE 'prefix%'; ADR 0012).
  */
 
 const FIELDS = Object.keys(SEARCH_FIELDS) as SearchField[];
@@ -167,7 +174,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     expect(control.some((n) => n["Index Name"] === "control_key_idx" && /~>=~|>=/.test(n["Index Cond"] ?? ""))).toBe(false);
 
     // All six fields at once, and the plain newest-first listing.
-    await expectNoSeqScan("all fields", searchSql({ q: "mp_req_" , match: "prefix" }));
+    await expectNoSeqScan("all fields", searchSql({ q: "mp_req_", match: "prefix" }));
     await expectNoSeqScan("listing", searchSql({}));
     await expectNoSeqScan("listing, status filter", searchSql({ status: "failed", limit: 200 }));
   });
@@ -184,20 +191,26 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     const used = await expectNoSeqScan("conflicts by operation", conflictGroups);
     // One index range per operation: only conflict events are read.
     const perOperation = (n: PlanNode) =>
-      n["Index Name"] === "idempotency_events_operation_kind_occurred_at_idx" && /kind = 'conflict'/.test(n["Index Cond"] ?? "") && /occurred_at >=/.test(n["Index Cond"] ?? "");
+      n["Index Name"] === "idempotency_events_operation_kind_occurred_at_idx" &&
+      /kind = 'conflict'/.test(n["Index Cond"] ?? "") &&
+      /occurred_at >=/.test(n["Index Cond"] ?? "");
     expect(used.some(perOperation), used.map(describeNode).join("\n")).toBe(true);
     const drill = await expectNoSeqScan(
       "conflicts drill-down",
       conflictRowsSql({ ...day }, { select: "e.id", inner: () => "ORDER BY e.occurred_at DESC, e.id DESC LIMIT 51", outer: () => "ORDER BY 1 DESC LIMIT 51" }),
     );
     expect(drill.some(perOperation)).toBe(true);
-    const one = await expectNoSeqScan("conflicts, one operation and scope", conflictRowsSql({ ...day, operation: "capture_payment", scope: "tenant:acme" }, { select: "e.id" }));
+    const one = await expectNoSeqScan(
+      "conflicts, one operation and scope",
+      conflictRowsSql({ ...day, operation: "capture_payment", scope: "tenant:acme" }, { select: "e.id" }),
+    );
     expect(one.some(perOperation)).toBe(true);
     await expectNoSeqScan("expiry, next 24 h", expirySql({ now }).hours);
   });
 });
 
-describe("schema.prisma's operator classes are the database's", () => {
+// PostgreSQL's catalogs (operator classes): MySQL has none; its indexes are checked against the schema by test/mysql-schema.test.ts.
+describe.skipIf(usingMysql)("schema.prisma's operator classes are the database's", () => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -225,5 +238,129 @@ describe("schema.prisma's operator classes are the database's", () => {
     );
     expect(actual.map((a) => a.line).sort()).toEqual(declared);
     expect(declared.filter((l) => l.includes("text_pattern_ops"))).toHaveLength(6);
+  });
+});
+
+/** One row of MySQL's EXPLAIN (the tabular form: the same columns on MySQL 8 and MariaDB). */
+interface MysqlPlanRow {
+  id: number | null;
+  select_type: string;
+  table: string | null;
+  type: string | null;
+  key: string | null;
+  rows: number | bigint | null;
+  Extra: string | null;
+}
+
+const describeRow = (r: MysqlPlanRow) => `${r.select_type} ${r.table} ${r.type}${r.key ? ` using ${r.key}` : ""} (${r.rows} rows) ${r.Extra ?? ""}`;
+
+describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k records, after ANALYZE TABLE)", () => {
+  let db: TestDatabase;
+  // The statements' aliases of idempotency_records (derived tables and union results are <…>).
+  const RECORDS = new Set(["r", "a", "b"]);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    await bulkGenerate(db.sql, { records: 20_000, seed: 9, days: 30, now, batchSize: 5000 });
+    // The bulk traffic has five big tenants; add a small one, so a scope prefix can be selective.
+    await db.sql.query(
+      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at, created_at, updated_at)
+       SELECT 'partner:zeta', operation, CONCAT(idempotency_key, '-z'), payload_hash, status, expires_at, created_at, updated_at
+         FROM idempotency_records ORDER BY id LIMIT 20`,
+    );
+    await db.sql.query("ANALYZE TABLE idempotency_records, idempotency_events, reconciliation_items");
+  });
+  afterAll(() => db?.drop());
+
+  async function plan(q: { text: string; values: unknown[] }): Promise<MysqlPlanRow[]> {
+    return db.sql.query<MysqlPlanRow>(`EXPLAIN ${q.text}`, q.values);
+  }
+
+  async function expectNoFullScan(label: string, q: { text: string; values: unknown[] }) {
+    const all = await plan(q);
+    const scans = all.filter((r) => r.type === "ALL" && r.table !== null && RECORDS.has(r.table));
+    expect(scans.map(describeRow), `${label}:\n  ${all.map(describeRow).join("\n  ")}`).toEqual([]);
+    return all;
+  }
+
+  it("the tables compare text byte for byte (utf8mb4_bin), so a prefix LIKE can use the plain index", async () => {
+    const rows = await db.sql.query<{ c: string }>(
+      `SELECT DISTINCT COLLATION_NAME AS c FROM information_schema.COLUMNS
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'idempotency_records' AND COLLATION_NAME IS NOT NULL`,
+    );
+    expect(rows.map((r) => r.c)).toEqual(["utf8mb4_bin"]);
+    const [r] = await db.sql.query<{ cs: number; like: number }>(`SELECT 'a' = 'A' COLLATE utf8mb4_bin AS cs, 'ab%' LIKE 'ab\\%' AS "like"`);
+    expect({ cs: Number(r.cs), like: Number(r.like) }).toEqual({ cs: 0, like: 1 });
+  });
+
+  it("search by every field, exact and prefix (selective, broad, absent), answers from an index", async () => {
+    const indexOf: Record<SearchField, string> = {
+      key: "idempotency_records_key_pattern_idx",
+      scope: "idempotency_records_scope_created_at_idx",
+      provider_reference: "idempotency_records_provider_reference_idx",
+      provider_request_id: "idempotency_records_provider_request_id_idx",
+      correlation_id: "idempotency_records_correlation_id_idx",
+      resource_id: "idempotency_records_resource_id_idx",
+    };
+    let checkedIndex = 0;
+    for (const field of FIELDS) {
+      const column = SEARCH_FIELDS[field];
+      const [{ v }] =
+        field === "scope"
+          ? [{ v: "partner:zeta" }]
+          : await db.sql.query<{ v: string }>(`SELECT ${column} AS v FROM idempotency_records WHERE ${column} IS NOT NULL ORDER BY id LIMIT 1 OFFSET 1234`);
+      const cases: [string, SearchInput][] = [
+        ["exact", { q: v, field }],
+        ["prefix, selective", { q: v.slice(0, v.length - 1), field, match: "prefix" }],
+        ["prefix, broad", { q: v.slice(0, 3), field, match: "prefix" }],
+        ["prefix, absent", { q: "zz_nothing", field, match: "prefix" }],
+        ["exact, page 2", { q: v, field, cursor: { t: "2026-11-29T00:00:00.000000Z", id: 10_000n } }],
+      ];
+      for (const [label, input] of cases) {
+        const q = mysqlSearchSql(input);
+        const used = await expectNoFullScan(`${field} ${label} ${input.q}`, q);
+        const matches = input.match === "prefix" ? `LEFT(${column}, CHAR_LENGTH(?)) = ?` : `${column} = ?`;
+        const values = input.match === "prefix" ? [input.q, input.q] : [input.q];
+        const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records WHERE ${matches}`, values);
+        if (Number(n) <= 100 && !input.cursor) {
+          // Few matches: the field's own index, a prefix as an index range.
+          // (Many matches: the optimizer may rather walk (created_at, id) newest first and stop at the page.)
+          const scan = used.find((r) => r.key === indexOf[field]);
+          expect(scan, `${field} ${label} (${n} matches): ${used.map(describeRow).join("; ")}`).toBeTruthy();
+          checkedIndex++;
+          if (input.match === "prefix") expect(scan!.type).toBe("range");
+        }
+        // And the answer is right under this collation.
+        const rows = await db.sql.query<{ id: bigint }>(q.text, q.values);
+        const truth = await db.sql.query<{ id: bigint }>(
+          `SELECT id FROM idempotency_records WHERE ${matches}
+             ${input.cursor ? `AND (created_at < '2026-11-29 00:00:00' OR (created_at = '2026-11-29 00:00:00' AND id < 10000))` : ""}
+            ORDER BY created_at DESC, id DESC LIMIT 51`,
+          values,
+        );
+        expect(rows.map((r) => r.id)).toEqual(truth.map((r) => r.id));
+      }
+    }
+    expect(checkedIndex).toBeGreaterThanOrEqual(FIELDS.length * 2);
+
+    // All six fields at once, and the plain newest-first listing.
+    await expectNoFullScan("all fields", mysqlSearchSql({ q: "mp_req_", match: "prefix" }));
+    await expectNoFullScan("listing", mysqlSearchSql({}));
+    await expectNoFullScan("listing, status filter", mysqlSearchSql({ status: "failed", limit: 200 }));
+  });
+
+  it("duplicates over a day and the queue: no full scan of records", async () => {
+    const day = { from: new Date(now.getTime() - 86_400_000), to: now };
+    const pairs = await expectNoFullScan("duplicates, 1 day", mysqlDuplicatePairsSql({ ...day }));
+    // Each record's partners are a probe of the duplicate index, not a scan.
+    expect(
+      pairs.some((r) => r.table === "b" && r.key === "idempotency_records_duplicate_idx"),
+      pairs.map(describeRow).join("\n"),
+    ).toBe(true);
+    await expectNoFullScan("duplicates, 1 day, one scope", mysqlDuplicatePairsSql({ ...day, scope: "tenant:hooli" }));
+    const thresholds = parseStuckThresholds("default=5m,capture_payment=2m");
+    await expectNoFullScan("queue", mysqlQueueSql({}, thresholds, now)!);
+    await expectNoFullScan("queue, pending, newest first", mysqlQueueSql({ kind: "pending", sort: "age_asc" }, thresholds, now)!);
+    await expectNoFullScan("queue, stuck, page 2", mysqlQueueSql({ kind: "stuck", cursor: { t: "2026-11-20T00:00:00.000000Z", id: 5n } }, thresholds, now)!);
   });
 });

@@ -68,7 +68,7 @@ describe("stuck & pending queue", () => {
     expect(ids(items)).toEqual(ids(rows));
     for (const item of items) {
       const [ri] = await db.sql.query<{ id: bigint; attempts: number; next_check_at: Date | null; state: string }>(
-        `SELECT id, attempts, next_check_at, state FROM reconciliation_items WHERE record_id = $1 AND state IN ('open', 'checking', 'needs_manual')
+        `SELECT id, attempts, next_check_at, state FROM reconciliation_items WHERE record_id = ${db.dialect.param(1)} AND state IN ('open', 'checking', 'needs_manual')
           ORDER BY created_at DESC, id DESC LIMIT 1`,
         [item.id],
       );
@@ -79,14 +79,14 @@ describe("stuck & pending queue", () => {
     const { summary } = await stuckAndPending(db.sql, {}, { now, thresholds: DEFAULT });
     expect(summary.pending).toBe(rows.length);
     expect(summary.oldestPendingSince).toEqual(rows[0].updated_at);
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')`);
     expect(summary.openReconciliation).toBe(Number(n));
   });
 
   it("an open reconciliation item on a record that is neither pending nor processing is listed too", async () => {
     const [done] = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE status = 'completed' ORDER BY id LIMIT 1`);
     await db.sql.query(
-      `INSERT INTO reconciliation_items (record_id, provider, state, attempts, next_check_at) VALUES ($1, 'mockpay', 'needs_manual', 7, NULL)`,
+      `INSERT INTO reconciliation_items (record_id, provider, state, attempts, next_check_at) VALUES (${db.dialect.param(1)}, 'mockpay', 'needs_manual', 7, NULL)`,
       [done.id],
     );
     const items = await allPages({ kind: "reconciliation" });
@@ -100,11 +100,7 @@ describe("stuck & pending queue", () => {
 
   it("sorts by age both ways, filters by operation, scope, status and provider; pages visit every row once", async () => {
     const rows = await raw();
-    const queued = rows.filter(
-      (r) =>
-        (r.status === "processing" && now.getTime() - r.updated_at.getTime() > 300_000) ||
-        r.status === "pending",
-    );
+    const queued = rows.filter((r) => (r.status === "processing" && now.getTime() - r.updated_at.getTime() > 300_000) || r.status === "pending");
     const all = await allPages({ limit: 4 });
     const withoutRecon = all.filter((i) => i.kind !== "reconciliation");
     expect(ids(withoutRecon)).toEqual(ids(queued));

@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
 import { generateDemoTraffic } from "@/lib/demo/traffic";
 import { IdempotencyStore } from "@/lib/idempotency";
-import { SEARCH_FIELDS, searchRecords, type SearchField, type SearchInput } from "@/lib/records/search";
+import { searchRecords, type SearchInput } from "@/lib/records/search";
+import { SEARCH_FIELDS, type SearchField } from "@/lib/records/vocabulary";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 import { decodeCursor } from "@/lib/db/paging";
+import { paramList } from "@/lib/db/params";
 
 let db: TestDatabase;
 const now = new Date("2026-11-30T12:00:00.000Z");
@@ -38,12 +40,14 @@ async function allPages(input: SearchInput): Promise<string[]> {
   throw new Error("too many pages");
 }
 
-/** The truth: the raw table, ordered like the API. */
-async function sqlIds(where: string, params: unknown[]): Promise<string[]> {
-  const rows = await db.sql.query<{ id: bigint }>(
-    `SELECT id FROM idempotency_records WHERE ${where} ORDER BY created_at DESC, id DESC`,
-    params,
-  );
+/** The truth: the raw table, ordered like the API. `where` takes its placeholders from `ph` (PostgreSQL's $n, MySQL's ?). */
+async function sqlIds(where: string | ((ph: (value: unknown) => string) => string), params: unknown[] = []): Promise<string[]> {
+  if (typeof where === "function") {
+    const p = paramList(db.dialect);
+    where = where((value) => p.add(value));
+    params = p.values;
+  }
+  const rows = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE ${where} ORDER BY created_at DESC, id DESC`, params);
   return rows.map((r) => r.id.toString());
 }
 
@@ -64,7 +68,7 @@ describe("record search", () => {
       const values = await samples(column);
       expect(values.length, field).toBeGreaterThan(0);
       for (const v of values) {
-        const expected = await sqlIds(`${column} = $1`, [v]);
+        const expected = await sqlIds((ph) => `${column} = ${ph(v)}`);
         expect(expected.length).toBeGreaterThan(0);
         expect(await allPages({ q: v, field, limit: 7 }), `${field} = ${v}`).toEqual(expected);
       }
@@ -78,7 +82,7 @@ describe("record search", () => {
       for (const v of await samples(column)) {
         for (const n of [3, Math.max(4, v.length - 3)]) {
           const prefix = v.slice(0, n);
-          const expected = await sqlIds(`left(${column}, $2) = $1`, [prefix, prefix.length]);
+          const expected = await sqlIds((ph) => `left(${column}, ${ph(prefix.length)}) = ${ph(prefix)}`);
           expect(await allPages({ q: prefix, field, match: "prefix", limit: 50 }), `${field} ^${prefix}`).toEqual(expected);
         }
       }
@@ -92,8 +96,7 @@ describe("record search", () => {
       const r = await store.begin({ scope: "tenant:wild", operation: "create_order", key, payload: { key } });
       expect(r.outcome).toBe("owner");
     }
-    const keysOf = async (q: string) =>
-      (await searchRecords(db.sql, { q, field: "key", match: "prefix" })).items.map((i) => i.idempotencyKey).sort();
+    const keysOf = async (q: string) => (await searchRecords(db.sql, { q, field: "key", match: "prefix" })).items.map((i) => i.idempotencyKey).sort();
     expect(await keysOf("lit%")).toEqual(["lit%%", "lit%1"]);
     expect(await keysOf("lit_")).toEqual(["lit_1"]);
     expect(await keysOf("lit\\")).toEqual(["lit\\1"]);
@@ -106,16 +109,18 @@ describe("record search", () => {
       `SELECT provider_reference AS v FROM idempotency_records WHERE provider_reference IS NOT NULL
         GROUP BY 1 HAVING count(*) > 1 ORDER BY 1 LIMIT 1`,
     );
-    const expected = await sqlIds(FIELDS.map((f) => `${SEARCH_FIELDS[f]} = $1`).join(" OR "), [ref.v]);
+    const expected = await sqlIds((ph) => FIELDS.map((f) => `${SEARCH_FIELDS[f]} = ${ph(ref.v)}`).join(" OR "));
     expect(expected.length).toBeGreaterThan(1); // the capture and its webhook
     const r = await searchRecords(db.sql, { q: ref.v });
     expect(r.items.map((i) => i.id.toString())).toEqual(expected);
     for (const item of r.items) expect(item.matched).toContain("provider_reference");
 
-    const [cor] = await db.sql.query<{ v: string }>(`SELECT correlation_id AS v FROM idempotency_records WHERE correlation_id LIKE 'cor_%' ORDER BY id LIMIT 1`);
+    const [cor] = await db.sql.query<{ v: string }>(
+      `SELECT correlation_id AS v FROM idempotency_records WHERE correlation_id LIKE 'cor_%' ORDER BY id LIMIT 1`,
+    );
     const prefix = cor.v.slice(0, 10);
-    const any = FIELDS.map((f) => `left(${SEARCH_FIELDS[f]}, $2) = $1`).join(" OR ");
-    expect(await allPages({ q: prefix, match: "prefix", limit: 3 })).toEqual(await sqlIds(any, [prefix, prefix.length]));
+    const any = (ph: (value: unknown) => string) => FIELDS.map((f) => `left(${SEARCH_FIELDS[f]}, ${ph(prefix.length)}) = ${ph(prefix)}`).join(" OR ");
+    expect(await allPages({ q: prefix, match: "prefix", limit: 3 })).toEqual(await sqlIds(any));
   });
 
   it("filters by status and operation; without q lists the newest first", async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { bucketStarts, conflictStats, type ConflictEvent, type ConflictsInput } from "@/lib/stats/conflicts";
 import { expiryStats } from "@/lib/stats/expiry";
@@ -34,26 +35,44 @@ async function allEvents(input: ConflictsInput): Promise<ConflictEvent[]> {
   throw new Error("too many pages");
 }
 
-/** The truth, straight from the events table. */
+/** The truth, straight from the events table (MySQL's spelling where it differs: no FILTER, no `->>` on MariaDB). */
 async function rawConflicts(from: Date, to: Date, operation?: string, scope?: string) {
-  const where = `kind = 'conflict' AND occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`;
-  const params = [from, to, operation ?? null, scope ?? null];
+  const mysql = db.dialect.name === "mysql";
+  const where = mysql
+    ? `kind = 'conflict' AND occurred_at >= ? AND occurred_at < ? AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)`
+    : `kind = 'conflict' AND occurred_at >= $1 AND occurred_at < $2 AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`;
+  const params = mysql ? [from, to, operation ?? null, operation ?? null, scope ?? null, scope ?? null] : [from, to, operation ?? null, scope ?? null];
   const groups = await db.sql.query<{ operation: string; scope: string; n: bigint; keys: bigint; first: Date; last: Date }>(
-    `SELECT operation, scope, count(*)::bigint AS n, count(DISTINCT idempotency_key)::bigint AS keys, min(occurred_at) AS first, max(occurred_at) AS last
+    byDialect(db, {
+      postgres: `SELECT operation, scope, count(*)::bigint AS n, count(DISTINCT idempotency_key)::bigint AS keys, min(occurred_at) AS first, max(occurred_at) AS last
        FROM idempotency_events WHERE ${where} GROUP BY 1, 2 ORDER BY 1, 2`,
+      mysql: `SELECT operation, scope, COUNT(*) AS n, COUNT(DISTINCT idempotency_key) AS "keys", MIN(occurred_at) AS "first", MAX(occurred_at) AS "last"
+       FROM idempotency_events WHERE ${where} GROUP BY operation, scope ORDER BY operation, scope`,
+    }),
     params,
   );
   const events = await db.sql.query<{ id: bigint; expected: string | null; received: string | null; record_id: bigint | null }>(
-    `SELECT id, detail->>'expectedPayloadHash' AS expected, detail->>'receivedPayloadHash' AS received, record_id
+    byDialect(db, {
+      postgres: `SELECT id, detail->>'expectedPayloadHash' AS expected, detail->>'receivedPayloadHash' AS received, record_id
        FROM idempotency_events WHERE ${where} ORDER BY occurred_at DESC, id DESC`,
+      mysql: `SELECT id, JSON_VALUE(detail, '$.expectedPayloadHash') AS expected, JSON_VALUE(detail, '$.receivedPayloadHash') AS received, record_id
+       FROM idempotency_events WHERE ${where} ORDER BY occurred_at DESC, id DESC`,
+    }),
     params,
   );
   const requests = await db.sql.query<{ operation: string; requests: bigint; conflicts: bigint }>(
-    `SELECT operation, count(*)::bigint AS requests, count(*) FILTER (WHERE kind = 'conflict')::bigint AS conflicts
+    byDialect(db, {
+      postgres: `SELECT operation, count(*)::bigint AS requests, count(*) FILTER (WHERE kind = 'conflict')::bigint AS conflicts
        FROM idempotency_events
       WHERE kind IN ('reserved', 'replayed', 'conflict', 'in_progress') AND occurred_at >= $1 AND occurred_at < $2
         AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)
       GROUP BY 1 ORDER BY 1`,
+      mysql: `SELECT operation, COUNT(*) AS requests, CAST(SUM(kind = 'conflict') AS SIGNED) AS conflicts
+       FROM idempotency_events
+      WHERE kind IN ('reserved', 'replayed', 'conflict', 'in_progress') AND occurred_at >= ? AND occurred_at < ?
+        AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)
+      GROUP BY operation ORDER BY operation`,
+    }),
     params,
   );
   return { groups, events, requests };
@@ -73,23 +92,34 @@ describe("conflicts", () => {
         const r = await stats({ from, to });
         const truth = await rawConflicts(from, to);
         const sorted = [...r.groups].sort((a, b) => a.operation.localeCompare(b.operation) || a.scope.localeCompare(b.scope));
-        expect(sorted.map((g) => [g.operation, g.scope, g.conflicts, g.keys, g.firstAt, g.lastAt]), label).toEqual(
-          truth.groups.map((g) => [g.operation, g.scope, Number(g.n), Number(g.keys), g.first, g.last]),
-        );
+        expect(
+          sorted.map((g) => [g.operation, g.scope, g.conflicts, g.keys, g.firstAt, g.lastAt]),
+          label,
+        ).toEqual(truth.groups.map((g) => [g.operation, g.scope, Number(g.n), Number(g.keys), g.first, g.last]));
         expect(r.total).toBe(truth.events.length);
-        expect(r.rates.map((x) => [x.operation, x.requests, x.conflicts]), `${label} ${pass}`).toEqual(
-          truth.requests.map((x) => [x.operation, Number(x.requests), Number(x.conflicts)]),
-        );
+        expect(
+          r.rates.map((x) => [x.operation, x.requests, x.conflicts]),
+          `${label} ${pass}`,
+        ).toEqual(truth.requests.map((x) => [x.operation, Number(x.requests), Number(x.conflicts)]));
         for (const rate of r.rates) expect(rate.rate).toBeCloseTo(rate.conflicts / rate.requests, 12);
 
         // Trend: every bucket present, counts equal to date_trunc over the raw events.
         expect(r.bucket).toBe(label.startsWith("all") ? "day" : "hour");
         expect(r.trend.map((t) => t.bucket)).toEqual(bucketStarts(from, to, r.bucket));
-        const perBucket = await db.sql.query<{ b: Date; operation: string; n: bigint }>(
-          `SELECT date_trunc($3, occurred_at, 'UTC') AS b, operation, count(*)::bigint AS n FROM idempotency_events
+        const perBucket = await byDialect(db, {
+          postgres: () =>
+            db.sql.query<{ b: Date; operation: string; n: bigint }>(
+              `SELECT date_trunc($3, occurred_at, 'UTC') AS b, operation, count(*)::bigint AS n FROM idempotency_events
             WHERE kind = 'conflict' AND occurred_at >= $1 AND occurred_at < $2 GROUP BY 1, 2`,
-          [from, to, r.bucket],
-        );
+              [from, to, r.bucket],
+            ),
+          mysql: () =>
+            db.sql.query<{ b: Date; operation: string; n: bigint }>(
+              `SELECT CAST(DATE_FORMAT(occurred_at, '${r.bucket === "hour" ? "%Y-%m-%d %H:00:00" : "%Y-%m-%d 00:00:00"}') AS DATETIME) AS b, operation, COUNT(*) AS n
+             FROM idempotency_events WHERE kind = 'conflict' AND occurred_at >= ? AND occurred_at < ? GROUP BY b, operation`,
+              [from, to],
+            ),
+        })();
         const got = r.trend.flatMap((t) => Object.entries(t.counts).map(([op, n]) => `${t.bucket.toISOString()} ${op} ${n}`)).sort();
         expect(got).toEqual(perBucket.map((x) => `${x.b.toISOString()} ${x.operation} ${x.n}`).sort());
         expect(r.trend.reduce((s, t) => s + t.total, 0)).toBe(r.total);
@@ -108,7 +138,9 @@ describe("conflicts", () => {
       expect(e.expectedPayloadHash).toMatch(/^[0-9a-f]{64}$/);
       expect(e.receivedPayloadHash).not.toBe(e.expectedPayloadHash);
       // The stored hash is the record's.
-      const [rec] = await db.sql.query<{ payload_hash: string }>(`SELECT payload_hash FROM idempotency_records WHERE id = $1`, [e.recordId]);
+      const [rec] = await db.sql.query<{ payload_hash: string }>(`SELECT payload_hash FROM idempotency_records WHERE id = ${db.dialect.param(1)}`, [
+        e.recordId,
+      ]);
       expect(rec.payload_hash).toBe(e.expectedPayloadHash);
     }
   });
@@ -133,11 +165,11 @@ describe("expiry", () => {
   it("histograms (next 24 h by hour, next 30 days by day) and expired-not-purged equal direct counts", async () => {
     // A legal hold and an open reconciliation item on expired completed records: not purgeable.
     const expiredDone = await db.sql.query<{ id: bigint }>(
-      `SELECT id FROM idempotency_records WHERE status = 'completed' AND expires_at < $1 ORDER BY id LIMIT 2`,
+      `SELECT id FROM idempotency_records WHERE status = 'completed' AND expires_at < ${db.dialect.param(1)} ORDER BY id LIMIT 2`,
       [now],
     );
-    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = $1`, [expiredDone[0].id]);
-    await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES ($1, 'mockpay', 'open')`, [expiredDone[1].id]);
+    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = ${db.dialect.param(1)}`, [expiredDone[0].id]);
+    await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES (${db.dialect.param(1)}, 'mockpay', 'open')`, [expiredDone[1].id]);
     // Purge candidates follow the retention policies (lib/retention/eligibility.ts): every record 0 days
     // past expiry by default, capture_payment 2 days; pending outbox messages protect a record too.
     await db.sql.query(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days) VALUES (NULL, 0, 30), ('capture_payment', 2, 30)`);
@@ -147,11 +179,19 @@ describe("expiry", () => {
       const op = (filter as { operation?: string }).operation ?? null;
       const scope = (filter as { scope?: string }).scope ?? null;
       const count = async (fromMs: number, toMs: number) => {
-        const [{ n }] = await db.sql.query<{ n: bigint }>(
-          `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $2
+        const [{ n }] = await byDialect(db, {
+          postgres: () =>
+            db.sql.query<{ n: bigint }>(
+              `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $2
               AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`,
-          [new Date(fromMs), new Date(toMs), op, scope],
-        );
+              [new Date(fromMs), new Date(toMs), op, scope],
+            ),
+          mysql: () =>
+            db.sql.query<{ n: bigint }>(
+              `SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at >= ? AND expires_at < ? AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)`,
+              [new Date(fromMs), new Date(toMs), op, op, scope, scope],
+            ),
+        })();
         return Number(n);
       };
       expect(s.next24h).toHaveLength(24);
@@ -164,8 +204,11 @@ describe("expiry", () => {
       expect(s.expiringNext24h).toBe(await count(now.getTime(), now.getTime() + DAY));
       expect(s.expiringNext30d).toBe(await count(now.getTime(), now.getTime() + 30 * DAY));
 
-      const truth = await db.sql.query<{ operation: string; status: string; n: bigint; held: bigint; open: bigint; purgeable: bigint; oldest: Date }>(
-        `SELECT operation, status, count(*)::bigint AS n, sum(CASE WHEN legal_hold THEN 1 ELSE 0 END)::bigint AS held,
+      type Truth = { operation: string; status: string; n: bigint; held: bigint; open: bigint; purgeable: bigint; oldest: Date };
+      const truth = await byDialect(db, {
+        postgres: () =>
+          db.sql.query<Truth>(
+            `SELECT operation, status, count(*)::bigint AS n, sum(CASE WHEN legal_hold THEN 1 ELSE 0 END)::bigint AS held,
                 sum(CASE WHEN id IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) THEN 1 ELSE 0 END)::bigint AS open,
                 sum(CASE WHEN status IN ('completed', 'failed') AND NOT legal_hold
                           AND id NOT IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual'))
@@ -175,8 +218,23 @@ describe("expiry", () => {
                 min(expires_at) AS oldest
            FROM idempotency_records WHERE expires_at < $1 AND ($2::text IS NULL OR operation = $2) AND ($3::text IS NULL OR scope = $3)
           GROUP BY 1, 2 ORDER BY 1, 2`,
-        [now, op, scope],
-      );
+            [now, op, scope],
+          ),
+        mysql: () =>
+          db.sql.query<Truth>(
+            `SELECT operation, status, COUNT(*) AS n, CAST(SUM(CASE WHEN legal_hold THEN 1 ELSE 0 END) AS SIGNED) AS held,
+                CAST(SUM(CASE WHEN id IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) THEN 1 ELSE 0 END) AS SIGNED) AS "open",
+                CAST(SUM(CASE WHEN status IN ('completed', 'failed') AND NOT legal_hold
+                          AND id NOT IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual'))
+                          AND id NOT IN (SELECT record_id FROM outbox_messages WHERE status = 'pending' AND record_id IS NOT NULL)
+                          AND expires_at < ? - INTERVAL (CASE WHEN operation = 'capture_payment' THEN 48 ELSE 0 END) HOUR
+                     THEN 1 ELSE 0 END) AS SIGNED) AS purgeable,
+                MIN(expires_at) AS oldest
+           FROM idempotency_records WHERE expires_at < ? AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)
+          GROUP BY operation, status ORDER BY operation, status`,
+            [now, now, op, op, scope, scope],
+          ),
+      })();
       expect(s.expired.groups).toEqual(
         truth.map((t) => ({
           operation: t.operation,

@@ -6,6 +6,7 @@ import { provideRedisConfig } from "@/lib/redis/config";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 import { requireRedisInCi, testRedis, testStore } from "./helpers/redis";
+import { paramList } from "@/lib/db/params";
 
 /**
  * The Redis API around the issue's proof (redis-php.test.ts): key lookup with the
@@ -33,9 +34,16 @@ const r = {
   bulk: () => import("@/app/api/v1/redis/stores/[store]/release-bulk/route"),
 };
 
-const get = async (mod: Promise<{ GET: Parameters<typeof call>[0] }>, url: string, token: string, store = STORE) => call((await mod).GET, url, token, {}, { store });
+const get = async (mod: Promise<{ GET: Parameters<typeof call>[0] }>, url: string, token: string, store = STORE) =>
+  call((await mod).GET, url, token, {}, { store });
 const post = async (mod: Promise<{ POST: Parameters<typeof call>[0] }>, url: string, token: string, body: unknown, store = STORE) =>
-  call((await mod).POST, url, token, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify(body) }, { store });
+  call(
+    (await mod).POST,
+    url,
+    token,
+    { method: "POST", headers: { "content-type": "application/json", "idempotency-key": randomUUID() }, body: JSON.stringify(body) },
+    { store },
+  );
 const lookup = (qs: string, token = support.token) => get(r.keys(), `/api/v1/redis/stores/${STORE}/keys?${qs}`, token);
 
 describe.skipIf(!redis)("Redis key store API", () => {
@@ -124,7 +132,11 @@ describe.skipIf(!redis)("Redis key store API", () => {
       [post(r.release(), `/api/v1/redis/stores/${STORE}/release`, operator.token, { key: "", reason: "crashed worker" }), 400, /key/],
       [post(r.release(), `/api/v1/redis/stores/${STORE}/release`, operator.token, { key: "idempotency:w", reason: "crashed", extra: 1 }), 400, /extra/],
       [post(r.bulk(), `/api/v1/redis/stores/${STORE}/release-bulk`, operator.token, { reason: "crashed workers" }), 400, /exactly one/],
-      [post(r.bulk(), `/api/v1/redis/stores/${STORE}/release-bulk`, operator.token, { keys: Array(101).fill("idempotency:w"), reason: "crashed workers" }), 400, /at most 100/],
+      [
+        post(r.bulk(), `/api/v1/redis/stores/${STORE}/release-bulk`, operator.token, { keys: Array(101).fill("idempotency:w"), reason: "crashed workers" }),
+        400,
+        /at most 100/,
+      ],
     ];
     for (const [res, status, detail] of cases) {
       const answer = await res;
@@ -191,20 +203,33 @@ describe.skipIf(!redis)("Redis key store API", () => {
     expect(done).toMatchObject({ dryRun: false, count: 4, released: 4, refused: 0 });
     expect(await redis!.exists("idempotency:crashed-0", "idempotency:crashed-1", "idempotency:crashed-2", "idempotency:crashed-3")).toBe(0);
 
-    const mixed = await json(await post(r.bulk(), url, operator.token, { keys: ["idempotency:done", "idempotency:fresh"], confirm: "release 2 keys", reason: "cleanup" }));
+    const mixed = await json(
+      await post(r.bulk(), url, operator.token, { keys: ["idempotency:done", "idempotency:fresh"], confirm: "release 2 keys", reason: "cleanup" }),
+    );
     expect(mixed).toMatchObject({ released: 0, refused: 2 });
     expect(mixed.outcomes.map((o: { error: { status: number } }) => o.error.status)).toEqual([409, 409]);
     expect(await redis!.exists("idempotency:done", "idempotency:fresh")).toBe(2);
 
+    const released = [
+      "idempotency:crashed-0",
+      "idempotency:crashed-1",
+      "idempotency:crashed-2",
+      "idempotency:crashed-3",
+      "idempotency:done",
+      "idempotency:fresh",
+    ];
+    const q = paramList(db.dialect);
     const audit = await db.sql.query<{ outcome: string; n: bigint }>(
-      `SELECT outcome, count(*) AS n FROM audit_log WHERE target_table = $1 AND action = 'redis.release' AND target_id = ANY($2) GROUP BY outcome ORDER BY outcome`,
-      [`redis:${STORE}`, ["idempotency:crashed-0", "idempotency:crashed-1", "idempotency:crashed-2", "idempotency:crashed-3", "idempotency:done", "idempotency:fresh"]],
+      `SELECT outcome, count(*) AS n FROM audit_log WHERE target_table = ${q.add(`redis:${STORE}`)} AND action = 'redis.release' AND target_id IN (${q.list(released)}) GROUP BY outcome ORDER BY outcome`,
+      q.values,
     );
     expect(audit.map((a) => [a.outcome, Number(a.n)])).toEqual([
       ["done", 4],
       ["refused", 2],
     ]);
-    const bulkRefusals = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM audit_log WHERE action = 'redis.release_bulk' AND outcome = 'refused' AND reason = 'worker fleet crashed at 03:00'`);
+    const bulkRefusals = await db.sql.query<{ n: bigint }>(
+      `SELECT count(*) AS n FROM audit_log WHERE action = 'redis.release_bulk' AND outcome = 'refused' AND reason = 'worker fleet crashed at 03:00'`,
+    );
     expect(Number(bulkRefusals[0].n)).toBe(2);
   });
 });

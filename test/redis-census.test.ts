@@ -113,8 +113,13 @@ describe.skipIf(!redis)("census of the seed's format", () => {
   it("TTL histogram, keys expiring soonest, and a TTL above the configured one flagged", async () => {
     const r = redis!;
     const ttls = [30, 300, 1800, 7200, 43200, 86400, 86400];
-    await put(r, ttls.map((t, i): [string, string, number] => [`idempotency:t${i}`, JSON.stringify({ status: 200, body: "ok" }), t]));
+    await put(
+      r,
+      ttls.map((t, i): [string, string, number] => [`idempotency:t${i}`, JSON.stringify({ status: 200, body: "ok" }), t]),
+    );
     await put(r, [["idempotency:long", JSON.stringify({ status: 200, body: "ok" }), 3 * 86400]]);
+    // PTTL counts milliseconds: read in the same millisecond as the SET, EX 86400 still has all of 24 h.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     const c = await takeCensus(r, testStore("census-ttl", DB));
     expect(c.ttl.histogram.map((b) => [b.label, b.count])).toEqual([
       ["< 1 min", 1],
@@ -165,7 +170,11 @@ describe.skipIf(!redis)("census of library formats", () => {
 
   it("powertools-java hashes; strings under the same pattern are not its records", async () => {
     const r = redis!;
-    const h = (k: string, status: string): [string, Record<string, string>, number] => [k, { [`${k}:status`]: status, [`${k}:expiration`]: "1767225600" }, 3600 - 900];
+    const h = (k: string, status: string): [string, Record<string, string>, number] => [
+      k,
+      { [`${k}:status`]: status, [`${k}:expiration`]: "1767225600" },
+      3600 - 900,
+    ];
     await put(r, [h("{idempotency:id:fn#1}", "INPROGRESS"), h("{idempotency:id:fn#2}", "COMPLETED"), ["{idempotency:id:fn#3}", "INPROGRESS", 3600]]);
     const c = await takeCensus(r, testStore("census-java", DB, { format: "powertools-java" }));
     expect(c.records).toEqual({ processing: 1, completed: 1 });
@@ -179,7 +188,8 @@ describe.skipIf(!redis)("the release script: compare and delete", () => {
     await redis!.flushdb();
   });
   const store = () => testStore("script", DB, { wedgedAfter: "5m" });
-  const run = (key: string, expected: string, encoding = "string") => redis!.eval(RELEASE_SCRIPT, 1, key, encoding, expected, String(maxRemainingWhenWedged(store())));
+  const run = (key: string, expected: string, encoding = "string") =>
+    redis!.eval(RELEASE_SCRIPT, 1, key, encoding, expected, String(maxRemainingWhenWedged(store())));
 
   it("deletes only the exact value it was given, only when old enough; reports why not", async () => {
     const r = redis!;
@@ -199,9 +209,9 @@ describe.skipIf(!redis)("the release script: compare and delete", () => {
     expect(await r.exists("idempotency:w")).toBe(0);
     expect(await run("idempotency:forever", "processing")).toEqual([1, -1]);
     // A hash is compared field by field (sorted), whatever the order Redis returns them in.
-    await r.hset("h", { z: "1", "é": "2", a: "processing" });
+    await r.hset("h", { z: "1", é: "2", a: "processing" });
     await r.expire("h", 60);
-    expect(await run("h", comparable({ a: "processing", z: "1", "é": "2" }), "hash")).toEqual([1, expect.any(Number)]);
+    expect(await run("h", comparable({ a: "processing", z: "1", é: "2" }), "hash")).toEqual([1, expect.any(Number)]);
     await r.hset("h2", { a: "processing", b: "x" });
     expect(await run("h2", comparable({ a: "processing", b: "y" }), "hash")).toEqual([0, "changed"]);
     expect(await run("h2", "processing", "string")).toEqual([0, "changed"]);

@@ -23,7 +23,11 @@ describe("seed: 'processing', then JSON {status, body}", () => {
       body: '{"id":"ch_1","card":"4242 4242 4242 4242"}',
       fingerprint: null,
     });
-    expect(decodeValue(fmt("seed"), "k", '{"status":503,"body":"upstream down"}')).toMatchObject({ state: "completed", httpStatus: 503, body: "upstream down" });
+    expect(decodeValue(fmt("seed"), "k", '{"status":503,"body":"upstream down"}')).toMatchObject({
+      state: "completed",
+      httpStatus: 503,
+      body: "upstream down",
+    });
     for (const unrelated of ["Processing", "processing ", "1", "{}", '{"user":42,"expires":1}', "[1,2]", "not json", '{"status":"active"}']) {
       expect(decodeValue(fmt("seed"), "k", unrelated), unrelated).toBeNull();
     }
@@ -36,7 +40,8 @@ describe("powertools (Python RedisCachePersistenceLayer, TypeScript CachePersist
   const f = fmt("powertools");
   it("reads INPROGRESS with its lease and validation hash, and COMPLETED with data; the lock key is not a record", () => {
     // Python's json.dumps: ", " and ": " separators; expiration in s, in_progress_expiration in ms.
-    const inProgress = '{"status": "INPROGRESS", "expiration": 1767225600, "in_progress_expiration": 1767222000123, "validation": "5d41402abc4b2a76b9719d911017c592"}';
+    const inProgress =
+      '{"status": "INPROGRESS", "expiration": 1767225600, "in_progress_expiration": 1767222000123, "validation": "5d41402abc4b2a76b9719d911017c592"}';
     expect(decodeValue(f, "fn.handler#e3b0c4", inProgress)).toEqual({
       state: "processing",
       stateValue: "INPROGRESS",
@@ -49,7 +54,13 @@ describe("powertools (Python RedisCachePersistenceLayer, TypeScript CachePersist
     });
     const data = JSON.stringify({ statusCode: 502, body: '{"message":"bad gateway"}' });
     const completed = JSON.stringify({ status: "COMPLETED", expiration: 1767225600, data });
-    expect(decodeValue(f, "fn.handler#e3b0c4", completed)).toMatchObject({ state: "completed", stateValue: "COMPLETED", httpStatus: 502, body: data, fingerprint: null });
+    expect(decodeValue(f, "fn.handler#e3b0c4", completed)).toMatchObject({
+      state: "completed",
+      stateValue: "COMPLETED",
+      httpStatus: 502,
+      body: data,
+      fingerprint: null,
+    });
     expect(decodeValue(f, "fn.handler#e3b0c4:lock", "True")).toBeNull();
     expect(decodeValue(f, "x", '{"status": "EXPIRED", "expiration": 1}')).toBeNull();
   });
@@ -57,7 +68,11 @@ describe("powertools (Python RedisCachePersistenceLayer, TypeScript CachePersist
   it("powertools-java: a hash whose field names carry the key", () => {
     const key = "{idempotency:id:fn#abc}";
     const hash = { [`${key}:status`]: "INPROGRESS", [`${key}:expiration`]: "1767225600", [`${key}:in-progress-expiration`]: "1767222000123" };
-    expect(decodeValue(fmt("powertools-java"), key, hash)).toMatchObject({ state: "processing", stateValue: "INPROGRESS", inProgressExpiresAt: new Date(1767222000123) });
+    expect(decodeValue(fmt("powertools-java"), key, hash)).toMatchObject({
+      state: "processing",
+      stateValue: "INPROGRESS",
+      inProgressExpiresAt: new Date(1767222000123),
+    });
     const done = { [`${key}:status`]: "COMPLETED", [`${key}:expiration`]: "1767225600", [`${key}:data`]: '{"ok":true}', [`${key}:validation`]: "abc" };
     expect(decodeValue(fmt("powertools-java"), key, done)).toMatchObject({ state: "completed", body: '{"ok":true}', fingerprint: "abc" });
     // The same fields under another key's name are not this key's record.
@@ -69,7 +84,11 @@ describe("powertools (Python RedisCachePersistenceLayer, TypeScript CachePersist
 describe("node-idempotency (@node-idempotency/storage-adapter-redis)", () => {
   it("reads IN_PROGRESS / COMPLETE with fingerPrint and response.additional.statusCode", () => {
     const f = fmt("node-idempotency");
-    expect(decodeValue(f, "node-idempotency:POST:/orders:k1", '{"status":"IN_PROGRESS","fingerPrint":"ab12"}')).toMatchObject({ state: "processing", stateValue: "IN_PROGRESS", fingerprint: "ab12" });
+    expect(decodeValue(f, "node-idempotency:POST:/orders:k1", '{"status":"IN_PROGRESS","fingerPrint":"ab12"}')).toMatchObject({
+      state: "processing",
+      stateValue: "IN_PROGRESS",
+      fingerprint: "ab12",
+    });
     const complete = { status: "COMPLETE", fingerPrint: "ab12", response: { additional: { statusCode: 201 }, body: { id: 7 } } };
     expect(decodeValue(f, "k", JSON.stringify(complete))).toMatchObject({ state: "completed", httpStatus: 201, body: '{"id":7}', fingerprint: "ab12" });
     const failed = { status: "COMPLETE", response: { additional: { statusCode: 500 }, error: { message: "boom" } } };
@@ -91,16 +110,38 @@ describe("laravel-idempotency (square1/laravel-idempotency on Laravel's Redis ca
       headers: [["content-type", "application/json"]],
       fingerprint: null,
     });
-    expect(decodeValue(f, "k", "s:5:\"hello\";")).toBeNull();
+    expect(decodeValue(f, "k", 's:5:"hello";')).toBeNull();
     expect(decodeValue(f, "k", "i:5;")).toBeNull();
     expect(decodeValue(f, "k", 'a:1:{s:4:"body";s:99:"short";}')).toBeNull();
   });
 
   it("reads what PHP's serialize() writes (multibyte strings, nested arrays), when php is installed", () => {
-    const php = spawnSync("php", ["-r", 'echo serialize(["body" => "Café 🎉 \\"q\\"", "status" => 503, "headers" => ["x-a" => ["1", "2"]], "n" => null, "f" => 1.5, "b" => true, 3 => "int key"]);'], { encoding: "utf8" });
+    const php = spawnSync(
+      "php",
+      [
+        "-r",
+        'echo serialize(["body" => "Café 🎉 \\"q\\"", "status" => 503, "headers" => ["x-a" => ["1", "2"]], "n" => null, "f" => 1.5, "b" => true, 3 => "int key"]);',
+      ],
+      { encoding: "utf8" },
+    );
     if (php.status !== 0) return; // covered by the literal above; CI has php
-    expect(phpToPlain(phpUnserialize(php.stdout)!)).toEqual({ body: 'Café 🎉 "q"', status: 503, headers: { "x-a": ["1", "2"] }, n: null, f: 1.5, b: true, "3": "int key" });
-    expect(decodeValue(fmt("laravel-idempotency"), "k", php.stdout)).toMatchObject({ state: "completed", httpStatus: 503, headers: [["x-a", "1"], ["x-a", "2"]] });
+    expect(phpToPlain(phpUnserialize(php.stdout)!)).toEqual({
+      body: 'Café 🎉 "q"',
+      status: 503,
+      headers: { "x-a": ["1", "2"] },
+      n: null,
+      f: 1.5,
+      b: true,
+      "3": "int key",
+    });
+    expect(decodeValue(fmt("laravel-idempotency"), "k", php.stdout)).toMatchObject({
+      state: "completed",
+      httpStatus: 503,
+      headers: [
+        ["x-a", "1"],
+        ["x-a", "2"],
+      ],
+    });
   });
 });
 
@@ -108,9 +149,22 @@ describe("configuration", () => {
   it("REDIS_URL is the store 'default' with the seed's pattern, TTL and format unless told otherwise", () => {
     const c = parseRedisConfig({ REDIS_URL: "redis://:s3cret@cache.internal:6379/3" });
     expect(c.stores).toHaveLength(1);
-    expect(c.stores[0]).toMatchObject({ name: "default", pattern: "idempotency:*", ttlSeconds: 86400, wedgedAfterSeconds: 300, formatName: "seed", displayUrl: "redis://:***@cache.internal:6379/3" });
+    expect(c.stores[0]).toMatchObject({
+      name: "default",
+      pattern: "idempotency:*",
+      ttlSeconds: 86400,
+      wedgedAfterSeconds: 300,
+      formatName: "seed",
+      displayUrl: "redis://:***@cache.internal:6379/3",
+    });
     expect(c).toMatchObject({ censusIntervalSeconds: 60, scanCount: 100, scanPauseMs: 2 });
-    const custom = parseRedisConfig({ REDIS_URL: "redis://h", REDIS_KEY_PATTERN: "idem:{tenant}:*", REDIS_KEY_TTL_SECONDS: "3600", REDIS_WEDGED_AFTER: "2m", REDIS_SCAN_COUNT: "200" });
+    const custom = parseRedisConfig({
+      REDIS_URL: "redis://h",
+      REDIS_KEY_PATTERN: "idem:{tenant}:*",
+      REDIS_KEY_TTL_SECONDS: "3600",
+      REDIS_WEDGED_AFTER: "2m",
+      REDIS_SCAN_COUNT: "200",
+    });
     expect(custom.stores[0]).toMatchObject({ pattern: "idem:{tenant}:*", ttlSeconds: 3600, wedgedAfterSeconds: 120 });
     expect(custom.scanCount).toBe(200);
   });
@@ -122,21 +176,47 @@ describe("configuration", () => {
     });
     expect(c.stores.map((s) => s.name)).toEqual(["default", "orders", "lambda"]);
     expect(c.stores[1]).toMatchObject({ url: "redis://h:6379/2", pattern: "ord:*", ttlSeconds: 7200, wedgedAfterSeconds: 600, formatName: "seed" });
-    expect(c.stores[2]).toMatchObject({ url: "rediss://u:p@h:6380/0", pattern: "*#*", ttlSeconds: 3600, formatName: "powertools", displayUrl: "rediss://u:***@h:6380/0" });
+    expect(c.stores[2]).toMatchObject({
+      url: "rediss://u:p@h:6380/0",
+      pattern: "*#*",
+      ttlSeconds: 3600,
+      formatName: "powertools",
+      displayUrl: "rediss://u:***@h:6380/0",
+    });
   });
 
   it("REDIS_FORMATS: a JSON object with a state field, its values and expiry fields; extends a preset", () => {
     const c = parseRedisConfig({
       REDIS_STORES: "a=redis://h/1?format=mine",
-      REDIS_FORMATS: JSON.stringify({ mine: { stateField: "state", processing: "running", completed: ["done", "failed"], statusField: "http.code", bodyField: "http.body", fingerprintField: "req_hash", expiresAt: "exp:ms" } }),
+      REDIS_FORMATS: JSON.stringify({
+        mine: {
+          stateField: "state",
+          processing: "running",
+          completed: ["done", "failed"],
+          statusField: "http.code",
+          bodyField: "http.body",
+          fingerprintField: "req_hash",
+          expiresAt: "exp:ms",
+        },
+      }),
     });
     const f = c.stores[0].format;
     expect(decodeValue(f, "k", '{"state":"running","req_hash":"h1"}')).toMatchObject({ state: "processing", stateValue: "running", fingerprint: "h1" });
-    expect(decodeValue(f, "k", '{"state":"failed","http":{"code":422,"body":"no"},"exp":1767225600000}')).toMatchObject({ state: "completed", stateValue: "failed", httpStatus: 422, body: "no", expiresAt: new Date(1767225600000) });
+    expect(decodeValue(f, "k", '{"state":"failed","http":{"code":422,"body":"no"},"exp":1767225600000}')).toMatchObject({
+      state: "completed",
+      stateValue: "failed",
+      httpStatus: 422,
+      body: "no",
+      expiresAt: new Date(1767225600000),
+    });
     expect(decodeValue(f, "k", '{"state":"weird"}')).toBeNull();
-    const hash = parseRedisConfig({ REDIS_STORES: "b=redis://h/1?format=h", REDIS_FORMATS: '{"h":{"encoding":"hash","stateField":"st","processing":"P","completed":"C","statusField":"code"}}' }).stores[0].format;
+    const hash = parseRedisConfig({
+      REDIS_STORES: "b=redis://h/1?format=h",
+      REDIS_FORMATS: '{"h":{"encoding":"hash","stateField":"st","processing":"P","completed":"C","statusField":"code"}}',
+    }).stores[0].format;
     expect(decodeValue(hash, "k", { st: "C", code: "409" })).toMatchObject({ state: "completed", httpStatus: 409 });
-    const ext = parseRedisConfig({ REDIS_STORES: "c=redis://h/1?format=fp", REDIS_FORMATS: '{"fp":{"extends":"seed","fingerprintField":"payload_hash"}}' }).stores[0];
+    const ext = parseRedisConfig({ REDIS_STORES: "c=redis://h/1?format=fp", REDIS_FORMATS: '{"fp":{"extends":"seed","fingerprintField":"payload_hash"}}' })
+      .stores[0];
     expect(ext.pattern).toBe("idempotency:*");
     expect(decodeValue(ext.format, "k", '{"status":200,"body":"x","payload_hash":"ab"}')).toMatchObject({ fingerprint: "ab" });
   });

@@ -9,6 +9,7 @@ import { provideRedisConfig, type RedisConfig } from "@/lib/redis/config";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 import { requireRedisInCi, testRedis, testStore } from "./helpers/redis";
+import { bound, queryBound } from "./helpers/sql";
 
 /**
  * The issue's proof, end to end: the seed's PHP handler (examples/php/redis-idempotency.php)
@@ -55,13 +56,24 @@ interface ServiceLine {
 function runService(jobs: { key: string; action: string }[], workers = 4): Promise<ServiceLine[]> {
   const url = new URL(process.env.REDIS_TEST_URL || "redis://127.0.0.1:6379");
   return new Promise((resolve, reject) => {
-    const child = spawn("php", [SERVICE, "--host", url.hostname, "--port", url.port || "6379", "--db", String(DB), "--workers", String(workers)], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("php", [SERVICE, "--host", url.hostname, "--port", url.port || "6379", "--db", String(DB), "--workers", String(workers)], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c));
     child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c));
     child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(out.split("\n").filter(Boolean).map((l) => JSON.parse(l))) : reject(new Error(`service exited ${code}: ${err}${out}`))));
+    child.on("close", (code) =>
+      code === 0
+        ? resolve(
+            out
+              .split("\n")
+              .filter(Boolean)
+              .map((l) => JSON.parse(l)),
+          )
+        : reject(new Error(`service exited ${code}: ${err}${out}`)),
+    );
     child.stdin.end(JSON.stringify(jobs));
   });
 }
@@ -74,7 +86,11 @@ async function release(key: string, token = operator.token, idempotencyKey = ran
     r.POST,
     `/api/v1/redis/stores/${STORE}/release`,
     token,
-    { method: "POST", headers: { "content-type": "application/json", "idempotency-key": idempotencyKey }, body: JSON.stringify({ key, reason: "worker crashed after SET NX; client retries get 409" }) },
+    {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
+      body: JSON.stringify({ key, reason: "worker crashed after SET NX; client retries get 409" }),
+    },
     { store: STORE },
   );
 }
@@ -95,7 +111,7 @@ async function truth() {
     const v = type === "string" ? await redis!.get(k) : null;
     if (v === "processing") t.processing.push(k);
     else {
-      let parsed: { status?: unknown } | null = null;
+      let parsed: { status?: unknown } | null;
       try {
         parsed = v ? JSON.parse(v) : null;
       } catch {
@@ -109,9 +125,18 @@ async function truth() {
 }
 
 const auditFor = (key: string) =>
-  db.sql.query<{ action: string; outcome: string; reason: string; before: Record<string, unknown> | null; after: Record<string, unknown> | null; detail: Record<string, unknown> }>(
-    `SELECT action, outcome, reason, before, after, detail FROM audit_log WHERE target_table = $1 AND target_id = $2 ORDER BY id`,
-    [`redis:${STORE}`, key],
+  db.sql.query<{
+    action: string;
+    outcome: string;
+    reason: string;
+    before: Record<string, unknown> | null;
+    after: Record<string, unknown> | null;
+    detail: Record<string, unknown>;
+  }>(
+    ...bound(db.dialect, `SELECT action, outcome, reason, "before", "after", detail FROM audit_log WHERE target_table = $1 AND target_id = $2 ORDER BY id`, [
+      `redis:${STORE}`,
+      key,
+    ]),
   );
 
 describe.skipIf(!redis || !hasPhpRedis)("the seed's PHP service on Redis, seen and released through the console", () => {
@@ -159,10 +184,22 @@ describe.skipIf(!redis || !hasPhpRedis)("the seed's PHP service on Redis, seen a
     const outcome = (keys: string[]) => lines.filter((l) => keys.includes(l.key)).map((l) => l.outcome);
     expect(outcome(completes).every((o) => o === "owner")).toBe(true);
     expect(outcome(throws).every((o) => o === "threw")).toBe(true);
-    expect(lines.filter((l) => l.outcome === "crashed").map((l) => [l.key, l.signal]).sort()).toEqual(crashes.map((k) => [k, 9]).sort());
+    expect(
+      lines
+        .filter((l) => l.outcome === "crashed")
+        .map((l) => [l.key, l.signal])
+        .sort(),
+    ).toEqual(crashes.map((k) => [k, 9]).sort());
 
     // Retries: completed keys replay; a crashed key refuses every retry (409) — it is wedged.
-    const retries = await runService([{ key: completes[0], action: "complete" }, { key: crashes[0], action: "complete" }, { key: throws[0], action: "complete" }], 1);
+    const retries = await runService(
+      [
+        { key: completes[0], action: "complete" },
+        { key: crashes[0], action: "complete" },
+        { key: throws[0], action: "complete" },
+      ],
+      1,
+    );
     expect(retries.map((l) => [l.key, l.outcome, l.http])).toEqual([
       [completes[0], "replay", 201],
       [crashes[0], "in_progress", 409],
@@ -211,7 +248,12 @@ describe.skipIf(!redis || !hasPhpRedis)("the seed's PHP service on Redis, seen a
     expect(body).toMatchObject({ store: STORE, key: wedgedKey, released: true, before: { state: "processing", stateValue: "processing" } });
     expect(await redis!.exists(wedgedKey)).toBe(0);
     const [entry] = await auditFor(wedgedKey);
-    expect(entry).toMatchObject({ action: "redis.release", outcome: "done", reason: "worker crashed after SET NX; client retries get 409", after: { exists: false } });
+    expect(entry).toMatchObject({
+      action: "redis.release",
+      outcome: "done",
+      reason: "worker crashed after SET NX; client retries get 409",
+      after: { exists: false },
+    });
     expect(entry.before).toMatchObject({ state: "processing", value: "processing" });
     expect((await runService([{ key: crashes[1], action: "complete" }], 1))[0]).toMatchObject({ outcome: "owner", http: 201 });
 
@@ -286,10 +328,11 @@ describe.skipIf(!redis || !hasPhpRedis)("the seed's PHP service on Redis, seen a
     // (a release either ran before the completion, which then recreated the key, or was refused).
     const values = await redis!.mget(keys);
     keys.forEach((k, i) => expect(values[i], k).toBe(answer(k)));
-    const done = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM audit_log WHERE target_table = $1 AND action = 'redis.release' AND outcome = 'done' AND target_id LIKE $2`, [
-      `redis:${STORE}`,
-      `idempotency:${run}-race-%`,
-    ]);
+    const done = await queryBound<{ n: bigint }>(
+      db.sql,
+      `SELECT count(*) AS n FROM audit_log WHERE target_table = $1 AND action = 'redis.release' AND outcome = 'done' AND target_id LIKE $2`,
+      [`redis:${STORE}`, `idempotency:${run}-race-%`],
+    );
     expect(Number(done[0].n)).toBe(released.length);
   });
 

@@ -43,7 +43,12 @@ const done = (id: bigint) => auditOf(db, id, "records.resolve").then((a) => a.fi
 describe("resolve by hand", () => {
   it("pending → completed: version + 1, stored response naming the reference, one 'reconciled' event, item resolved, audited with the reason", async () => {
     const rec = await pendingRecord(db);
-    const res = await resolve(rec.id, operator.token, { outcome: "completed", providerReference: "ch_hand_1", reason: "bank statement shows the charge", expectedVersion: rec.version });
+    const res = await resolve(rec.id, operator.token, {
+      outcome: "completed",
+      providerReference: "ch_hand_1",
+      reason: "bank statement shows the charge",
+      expectedVersion: rec.version,
+    });
     expect(res.status).toBe(200);
     const body = await json(res);
     expect(body.record).toMatchObject({ id: String(rec.id), status: "completed", version: rec.version + 1, providerReference: "ch_hand_1" });
@@ -99,7 +104,12 @@ describe("resolve by hand", () => {
 
   it("a stale version is a 409 with the current state, and nothing changes", async () => {
     const rec = await pendingRecord(db);
-    const first = await resolve(rec.id, operator.token, { outcome: "completed", providerReference: "ch_first", reason: "first operator decides", expectedVersion: rec.version });
+    const first = await resolve(rec.id, operator.token, {
+      outcome: "completed",
+      providerReference: "ch_first",
+      reason: "first operator decides",
+      expectedVersion: rec.version,
+    });
     expect(first.status).toBe(200);
     const before = await recordRow(db, rec.id);
     const res = await resolve(rec.id, operator2.token, { outcome: "failed", reason: "second operator, stale page", expectedVersion: rec.version });
@@ -125,7 +135,12 @@ describe("resolve by hand", () => {
     expect((await recordRow(db, fresh.id)).status).toBe("processing");
 
     const stuck = await stuckRecord(db, { ageSeconds: 3600 });
-    const ok = await resolve(stuck.id, operator.token, { outcome: "completed", providerReference: "ch_stuck", reason: "worker died after the charge", expectedVersion: stuck.version });
+    const ok = await resolve(stuck.id, operator.token, {
+      outcome: "completed",
+      providerReference: "ch_stuck",
+      reason: "worker died after the charge",
+      expectedVersion: stuck.version,
+    });
     expect(ok.status).toBe(200);
     expect(await recordRow(db, stuck.id)).toMatchObject({ status: "completed", version: stuck.version + 1, provider_reference: "ch_stuck" });
   });
@@ -133,7 +148,12 @@ describe("resolve by hand", () => {
   it("completed or failed records are never resolved again; a missing record is a 404", async () => {
     const rec = await pendingRecord(db);
     await resolve(rec.id, operator.token, { outcome: "failed", reason: "declined at the bank", expectedVersion: rec.version });
-    const res = await resolve(rec.id, operator.token, { outcome: "completed", providerReference: "ch_x", reason: "try to flip it", expectedVersion: rec.version + 1 });
+    const res = await resolve(rec.id, operator.token, {
+      outcome: "completed",
+      providerReference: "ch_x",
+      reason: "try to flip it",
+      expectedVersion: rec.version + 1,
+    });
     expect(res.status).toBe(409);
     expect((await json(res)).detail).toMatch(/only pending or stuck processing/);
     expect((await recordRow(db, rec.id)).status).toBe("failed");
@@ -173,7 +193,13 @@ describe("races", () => {
     const key = randomUUID();
     const body = { outcome: "completed", providerReference: "ch_same_key", reason: "double-clicked submit", expectedVersion: rec.version };
     const results = await Promise.all(
-      Array.from({ length: 100 }, () => resolve(rec.id, operator.token, body, key).then(async (r) => ({ status: r.status, replayed: r.headers.get("idempotent-replayed"), text: await r.text() }))),
+      Array.from({ length: 100 }, () =>
+        resolve(rec.id, operator.token, body, key).then(async (r) => ({
+          status: r.status,
+          replayed: r.headers.get("idempotent-replayed"),
+          text: await r.text(),
+        })),
+      ),
     );
     const executed = results.filter((r) => r.status === 200 && r.replayed !== "true");
     expect(executed).toHaveLength(1);
@@ -228,8 +254,14 @@ describe("races", () => {
       // one side or the other, swept across the rounds, lets either reach the row first.
       const offset = ((round % 10) - 4) * delayStep;
       const writer = sleep(Math.max(0, offset))
-        .then(() => store
-        .complete(rec.id, { code: 201, headers: [["content-type", "application/json"]], body: `{"round":${round}}`, providerReference: `ch_writer_${round}` }))
+        .then(() =>
+          store.complete(rec.id, {
+            code: 201,
+            headers: [["content-type", "application/json"]],
+            body: `{"round":${round}}`,
+            providerReference: `ch_writer_${round}`,
+          }),
+        )
         .then(() => "ok" as const)
         .catch((err: unknown) => {
           if (err instanceof StateConflictError) return "conflict" as const;
@@ -278,7 +310,14 @@ describe("permissions and bad input", () => {
 
   it("keeps what is true: the service's own response and resource, when the operator gives them, are what a retry replays", async () => {
     const rec = await pendingRecord(db);
-    const given = { code: 201, headers: [["content-type", "application/json"], ["location", "/orders/ord_77"]] as [string, string][], body: '{"order_id":"ord_77"}' };
+    const given = {
+      code: 201,
+      headers: [
+        ["content-type", "application/json"],
+        ["location", "/orders/ord_77"],
+      ] as [string, string][],
+      body: '{"order_id":"ord_77"}',
+    };
     const res = await resolve(rec.id, operator.token, {
       outcome: "completed",
       providerReference: "ch_known",
@@ -292,7 +331,15 @@ describe("permissions and bad input", () => {
     const row = await recordRow(db, rec.id);
     expect(row).toMatchObject({ status: "completed", response_code: 201, response_body: given.body, resource_type: "order", resource_id: "ord_77" });
     expect(row.response_headers).toEqual(given.headers);
-    const again = await new IdempotencyStore(db.prisma).begin({ scope: rec.scope, operation: rec.operation, key: rec.key, payload: { amount: 1250, key: rec.key }, provider: "mockpay", amountMinor: 1250, currency: "EUR" });
+    const again = await new IdempotencyStore(db.prisma).begin({
+      scope: rec.scope,
+      operation: rec.operation,
+      key: rec.key,
+      payload: { amount: 1250, key: rec.key },
+      provider: "mockpay",
+      amountMinor: 1250,
+      currency: "EUR",
+    });
     expect(again.outcome).toBe("replay");
     if (again.outcome === "replay") expect(again.response).toEqual({ code: 201, headers: given.headers, body: given.body });
     const [entry] = await done(rec.id);
@@ -300,12 +347,27 @@ describe("permissions and bad input", () => {
     expect(JSON.stringify(entry)).not.toContain("order_id"); // the body itself stays out of the audit trail
     // Without them, the console's documented answer, marked by its `resolution` member.
     const other = await pendingRecord(db);
-    expect((await resolve(other.id, operator.token, { outcome: "completed", providerReference: "ch_unknown", reason: "dashboard shows it", expectedVersion: other.version })).status).toBe(200);
+    expect(
+      (
+        await resolve(other.id, operator.token, {
+          outcome: "completed",
+          providerReference: "ch_unknown",
+          reason: "dashboard shows it",
+          expectedVersion: other.version,
+        })
+      ).status,
+    ).toBe(200);
     const made = await recordRow(db, other.id);
     expect(JSON.parse(made.response_body!)).toMatchObject({ status: "completed", providerReference: "ch_unknown", resolution: { by: "hand" } });
     // A response that contradicts the outcome is refused, and nothing changes.
     const third = await pendingRecord(db);
-    const bad = await resolve(third.id, operator.token, { outcome: "completed", providerReference: "x", response: { code: 402, body: "declined" }, reason: "contradiction", expectedVersion: third.version });
+    const bad = await resolve(third.id, operator.token, {
+      outcome: "completed",
+      providerReference: "x",
+      response: { code: 402, body: "declined" },
+      reason: "contradiction",
+      expectedVersion: third.version,
+    });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await json(bad))).toContain("response.code");
     expect((await recordRow(db, third.id)).status).toBe("pending");
@@ -330,7 +392,13 @@ describe("permissions and bad input", () => {
       expect((await json(res)).detail, JSON.stringify(body)).toMatch(message);
     }
     const notJson = await route().then((r) =>
-      call(r.POST, `/api/v1/records/${rec.id}/resolve`, operator.token, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": randomUUID() }, body: "{" }, { id: String(rec.id) }),
+      call(
+        r.POST,
+        `/api/v1/records/${rec.id}/resolve`,
+        operator.token,
+        { method: "POST", headers: { "content-type": "application/json", "idempotency-key": randomUUID() }, body: "{" },
+        { id: String(rec.id) },
+      ),
     );
     expect(notJson.status).toBe(400);
     expect((await resolve(0n, operator.token, { outcome: "failed", reason: "bad id", expectedVersion: 0 })).status).toBe(400);

@@ -10,6 +10,9 @@ import * as dryRun from "@/app/api/v1/retention/dry-run/route";
 import * as policiesRoute from "@/app/api/v1/retention/policies/route";
 import * as policyRoute from "@/app/api/v1/retention/policies/[id]/route";
 import { provideDatabase } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
+import { paramList } from "@/lib/db/params";
+import { execute } from "@/lib/db/sql";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { getRun, type PurgeRunView } from "@/lib/retention/runs";
 import { stopPurgeWork, waitForPurgeWork } from "@/lib/retention/worker";
@@ -38,12 +41,24 @@ afterAll(async () => {
 });
 
 type Handler = Parameters<typeof call>[0];
-const send = (handler: unknown, method: string, url: string, token: string, body?: unknown, params: Record<string, string> = {}, key: string | null = randomUUID()) =>
+const send = (
+  handler: unknown,
+  method: string,
+  url: string,
+  token: string,
+  body?: unknown,
+  params: Record<string, string> = {},
+  key: string | null = randomUUID(),
+) =>
   call(
     handler as Handler,
     url,
     token,
-    { method, headers: { "content-type": "application/json", ...(key ? { "idempotency-key": key } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) },
+    {
+      method,
+      headers: { "content-type": "application/json", ...(key ? { "idempotency-key": key } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    },
     params,
   );
 const get = (handler: unknown, url: string, token: string, params: Record<string, string> = {}) => call(handler as Handler, url, token, {}, params);
@@ -79,7 +94,14 @@ describe("retention policies", () => {
     expect(dup.status).toBe(409);
     expect((await auditOf("retention.policies.create")).map((e) => e.outcome)).toEqual(["refused", "done", "refused"]);
 
-    const put = await send(policyRoute.PUT, "PUT", `/api/v1/retention/policies/${policy.id}`, tokens.admin, { keepRecordsDays: 45, keepEventsDays: 90, enabled: false, reason: "longer" }, { id: policy.id });
+    const put = await send(
+      policyRoute.PUT,
+      "PUT",
+      `/api/v1/retention/policies/${policy.id}`,
+      tokens.admin,
+      { keepRecordsDays: 45, keepEventsDays: 90, enabled: false, reason: "longer" },
+      { id: policy.id },
+    );
     expect(put.status).toBe(200);
     expect((await json(put)).policy).toMatchObject({ keepRecordsDays: 45, enabled: false });
     const [updated] = await auditOf("retention.policies.update", policy.id);
@@ -93,7 +115,9 @@ describe("retention policies", () => {
     expect(del.status).toBe(200);
     const [deleted] = await auditOf("retention.policies.delete", policy.id);
     expect(deleted).toMatchObject({ outcome: "done", after: null, before: { keepRecordsDays: 45 } });
-    expect((await send(policyRoute.DELETE, "DELETE", `/api/v1/retention/policies/${policy.id}`, tokens.admin, { reason: "again" }, { id: policy.id })).status).toBe(404);
+    expect(
+      (await send(policyRoute.DELETE, "DELETE", `/api/v1/retention/policies/${policy.id}`, tokens.admin, { reason: "again" }, { id: policy.id })).status,
+    ).toBe(404);
     // Without the key: 400; bad numbers: 400.
     expect((await send(policiesRoute.POST, "POST", "/api/v1/retention/policies", tokens.admin, create, {}, null)).status).toBe(400);
     expect((await send(policiesRoute.POST, "POST", "/api/v1/retention/policies", tokens.admin, { ...create, keepRecordsDays: -1 })).status).toBe(400);
@@ -102,14 +126,29 @@ describe("retention policies", () => {
 
 describe("legal holds", () => {
   it("record level: set / lift with a reason, conditional on the version, audited; 403 for viewer and support", async () => {
-    const [{ id }] = await db.sql.query<{ id: bigint }>(
-      `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+    const id = await byDialect(db, {
+      postgres: async () => {
+        const [row] = await db.sql.query<{ id: bigint }>(
+          `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
        VALUES ('tenant:x', 'create_order', $1, $2, 'completed', now() - interval '90 days') RETURNING id`,
-      [randomUUID(), "b".repeat(64)],
-    );
+          [randomUUID(), "b".repeat(64)],
+        );
+        return row.id;
+      },
+      mysql: async () =>
+        (
+          await execute(
+            db.sql,
+            `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+       VALUES ('tenant:x', 'create_order', ?, ?, 'completed', UTC_TIMESTAMP(6) - INTERVAL 90 DAY)`,
+            [randomUUID(), "b".repeat(64)],
+          )
+        ).insertId!,
+    })();
     const url = `/api/v1/records/${id}/legal-hold`;
     const params = { id: String(id) };
-    for (const role of ["viewer", "support"] as const) expect((await send(recordHoldRoute.POST, "POST", url, tokens[role], { hold: true, reason: "case 12" }, params)).status).toBe(403);
+    for (const role of ["viewer", "support"] as const)
+      expect((await send(recordHoldRoute.POST, "POST", url, tokens[role], { hold: true, reason: "case 12" }, params)).status).toBe(403);
     const stale = await send(recordHoldRoute.POST, "POST", url, tokens.operator, { hold: true, reason: "case 12", expectedVersion: 7 }, params);
     expect(stale.status).toBe(409);
     expect((await json(stale)).current).toMatchObject({ version: 0, legalHold: false });
@@ -124,10 +163,15 @@ describe("legal holds", () => {
       ["done", { legalHold: false, version: 0 }, { legalHold: true, version: 1 }],
       ["done", { legalHold: true, version: 1 }, { legalHold: true, version: 1 }],
     ]);
-    expect((await db.prisma.auditEntry.count({ where: { action: "records.legal_hold", outcome: "refused", detail: { path: ["status"], equals: 409 } } }))).toBe(1);
+    // Prisma's JSON path is an array on PostgreSQL and a JSON path string on MySQL.
+    const statusIs409 = byDialect(db, { postgres: { path: ["status"], equals: 409 }, mysql: { path: "$.status" as unknown as string[], equals: 409 } });
+    expect(await db.prisma.auditEntry.count({ where: { action: "records.legal_hold", outcome: "refused", detail: statusIs409 } })).toBe(1);
     const lift = await json(await send(recordHoldRoute.POST, "POST", url, tokens.operator, { hold: false, reason: "case closed" }, params));
     expect(lift.record).toMatchObject({ legalHold: false, version: 2 });
-    expect((await send(recordHoldRoute.POST, "POST", `/api/v1/records/999999/legal-hold`, tokens.operator, { hold: true, reason: "x y z" }, { id: "999999" })).status).toBe(404);
+    expect(
+      (await send(recordHoldRoute.POST, "POST", `/api/v1/records/999999/legal-hold`, tokens.operator, { hold: true, reason: "x y z" }, { id: "999999" }))
+        .status,
+    ).toBe(404);
   });
 
   it("scope level: set (one active per scope), list, lift (kept as history), audited", async () => {
@@ -163,16 +207,32 @@ describe("purge runs through the API", () => {
     expect(d.policies.map((p: { policy: { operation: string | null } }) => p.policy.operation)).toEqual([null, "capture_payment", "issue_invoice"]);
     const kept = await keptChecksums(db, t);
 
-    const wrong = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, { reason: "monthly purge", confirm: String(d.totals.records - 1), asOf: d.asOf });
+    const wrong = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, {
+      reason: "monthly purge",
+      confirm: String(d.totals.records - 1),
+      asOf: d.asOf,
+    });
     expect(wrong.status).toBe(409);
     expect((await json(wrong)).current).toMatchObject({ estimatedRecords: d.totals.records });
-    const res = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, { reason: "monthly purge", confirm: String(d.totals.records), asOf: d.asOf, batchSize: 5, pauseMs: 0 });
+    const res = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, {
+      reason: "monthly purge",
+      confirm: String(d.totals.records),
+      asOf: d.asOf,
+      batchSize: 5,
+      pauseMs: 0,
+    });
     expect(res.status).toBe(202);
     const { run } = await json(res);
     expect(res.headers.get("location")).toBe(`/api/v1/purges/${run.id}`);
     await waitForPurgeWork();
     const progress = await json(await get(purgeRoute.GET, `/api/v1/purges/${run.id}`, tokens.viewer, { id: run.id }));
-    expect(progress.run).toMatchObject({ state: "completed", recordsDeleted: String(d.totals.records), eventsDeleted: String(d.totals.events), progress: 1, active: false });
+    expect(progress.run).toMatchObject({
+      state: "completed",
+      recordsDeleted: String(d.totals.records),
+      eventsDeleted: String(d.totals.events),
+      progress: 1,
+      active: false,
+    });
     expect(await remaining(db, t)).toEqual({ records: 0, events: 0 });
     expect(await keptChecksums(db, t)).toEqual(kept);
     const history = await json(await get(purgesRoute.GET, "/api/v1/purges?limit=5", tokens.viewer));
@@ -191,7 +251,13 @@ describe("purge runs through the API", () => {
     const t = await truth(db, asOf);
     const kept = await keptChecksums(db, t);
     const d = await json(await get(dryRun.GET, "/api/v1/retention/dry-run", tokens.operator));
-    const res = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, { reason: "cancel test", confirm: String(d.totals.records), asOf: d.asOf, batchSize: 2, pauseMs: 150 });
+    const res = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, {
+      reason: "cancel test",
+      confirm: String(d.totals.records),
+      asOf: d.asOf,
+      batchSize: 2,
+      pauseMs: 150,
+    });
     expect(res.status).toBe(202);
     const { run } = await json(res);
     const second = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, { reason: "second one", confirm: String(d.totals.records) });
@@ -212,7 +278,12 @@ describe("purge runs through the API", () => {
     expect(gone).toBeGreaterThan(0);
     expect(gone).toBeLessThan(t.records.length);
     // Deleted rows are a prefix of the eligible set in id order (the watermark), nothing else touched.
-    const left = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id = ANY ($1::bigint[]) ORDER BY id`, [`{${t.records.join(",")}}`]);
+    const p = paramList(db.dialect);
+    const byIds = byDialect(db, {
+      postgres: () => `id = ANY (${p.add(`{${t.records.join(",")}}`)}::bigint[])`,
+      mysql: () => `id IN (${p.list(t.records)})`,
+    })();
+    const left = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE ${byIds} ORDER BY id`, p.values);
     expect(left.map((r) => String(r.id))).toEqual(t.records.slice(gone));
     expect(await keptChecksums(db, t)).toEqual(kept);
     const [finish] = await auditOf("purges.finish", run.id);
@@ -224,7 +295,13 @@ describe("purge runs through the API", () => {
     await buildRetentionDataset(db, { scale: 4 });
     const d = await json(await get(dryRun.GET, "/api/v1/retention/dry-run", tokens.operator));
     const store = new IdempotencyStore(db.prisma);
-    const res = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, { reason: "under load", confirm: String(d.totals.records), asOf: d.asOf, batchSize: 3, pauseMs: 5 });
+    const res = await send(purgesRoute.POST, "POST", "/api/v1/purges", tokens.operator, {
+      reason: "under load",
+      confirm: String(d.totals.records),
+      asOf: d.asOf,
+      batchSize: 3,
+      pauseMs: 5,
+    });
     const { run } = await json(res);
     let written = 0;
     const errors: unknown[] = [];
@@ -232,7 +309,13 @@ describe("purge runs through the API", () => {
     const finished = waitForPurgeWork().then(() => (purging = false));
     while (purging || written < 20) {
       try {
-        const b = await store.begin({ scope: "tenant:live", operation: "create_order", key: `live-${written}-${randomUUID()}`, payload: { n: written }, ttlSeconds: 3600 });
+        const b = await store.begin({
+          scope: "tenant:live",
+          operation: "create_order",
+          key: `live-${written}-${randomUUID()}`,
+          payload: { n: written },
+          ttlSeconds: 3600,
+        });
         if (b.outcome !== "owner") throw new Error(`not the owner: ${b.outcome}`);
         await store.complete(b.record.id, { code: 201, body: "{}" });
         written++;
@@ -249,7 +332,7 @@ describe("purge runs through the API", () => {
     expect(written).toBeGreaterThanOrEqual(20);
     const done = await getRun(db.prisma, BigInt(run.id));
     expect(done).toMatchObject({ state: "completed", recordsDeleted: BigInt(d.totals.records) });
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records WHERE scope = 'tenant:live' AND status = 'completed'`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records WHERE scope = 'tenant:live' AND status = 'completed'`);
     expect(Number(n)).toBe(written);
   });
 });

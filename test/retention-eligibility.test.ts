@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { provideDatabase } from "@/lib/db/client";
 import { dryRunInSnapshot } from "@/lib/retention/dry-run";
-import { eligibleEventIdsSql, eligibleRecordIdsSql } from "@/lib/retention/eligibility";
+import { byDialect } from "@/lib/db/dialect";
+import * as mysqlPurge from "@/lib/retention/purge-store.mysql";
+import * as postgresPurge from "@/lib/retention/purge-store.postgres";
 import { currentRules } from "@/lib/retention/policies";
 import { getRun, startPurge } from "@/lib/retention/runs";
 import { claimRun, stopPurgeWork, workRun } from "@/lib/retention/worker";
@@ -35,6 +37,11 @@ afterAll(async () => {
 });
 
 const ids = (rows: { id: bigint }[]) => rows.map((r) => String(r.id));
+// Every eligible id by THE condition, in the test database's dialect.
+const eligibleRecordIdsSql = (...a: Parameters<typeof postgresPurge.eligibleRecordIdsSql>) =>
+  byDialect(db, { postgres: postgresPurge.eligibleRecordIdsSql, mysql: mysqlPurge.eligibleRecordIdsSql })(...a);
+const eligibleEventIdsSql = (...a: Parameters<typeof postgresPurge.eligibleEventIdsSql>) =>
+  byDialect(db, { postgres: postgresPurge.eligibleEventIdsSql, mysql: mysqlPurge.eligibleEventIdsSql })(...a);
 
 describe("eligibility: one definition", () => {
   it("equals the hand-written truth for records and events, and the dataset's classes", async () => {
@@ -77,9 +84,20 @@ describe("eligibility: one definition", () => {
     const cap = byOp.get("capture_payment")!;
     const inv = byOp.get("issue_invoice")!;
     // Kept past the window, by reason (per SCALE copies of each class).
-    expect(def.records.protected).toEqual({ unfinished: 2 * SCALE, legal_hold: SCALE, scope_hold: SCALE, reconciliation: 2 * SCALE, compensation: 0, outbox: SCALE });
+    expect(def.records.protected).toEqual({
+      unfinished: 2 * SCALE,
+      legal_hold: SCALE,
+      scope_hold: SCALE,
+      reconciliation: 2 * SCALE,
+      compensation: 0,
+      outbox: SCALE,
+    });
     expect(cap.records.protected).toEqual({ unfinished: SCALE, legal_hold: 0, scope_hold: 0, reconciliation: SCALE, compensation: 5 * SCALE, outbox: 0 });
-    expect(inv.records).toEqual({ eligible: 0, pastWindow: 0, protected: { unfinished: 0, legal_hold: 0, scope_hold: 0, reconciliation: 0, compensation: 0, outbox: 0 } });
+    expect(inv.records).toEqual({
+      eligible: 0,
+      pastWindow: 0,
+      protected: { unfinished: 0, legal_hold: 0, scope_hold: 0, reconciliation: 0, compensation: 0, outbox: 0 },
+    });
     const perClass = (labels: string[]) => RECORD_CLASSES.filter((c) => c.eligible && labels.includes(c.operation)).length * SCALE;
     expect(def.records.eligible).toBe(perClass(["create_order", "accept_webhook"]));
     expect(cap.records.eligible).toBe(perClass(["capture_payment"]));
@@ -104,7 +122,14 @@ describe("purge run", () => {
     const before = await keptChecksums(db, t);
 
     // A wrong confirmation is refused; the dry run's count (same asOf) is accepted.
-    await expect(startPurge(db.prisma, SYSTEM, { reason: "retention test", confirm: String(d.totals.records + 1), asOf: data.asOf, batchSize: 3, pauseMs: 0 }, { workerId: "w1", leaseSeconds: 30 })).rejects.toMatchObject({ status: 409 });
+    await expect(
+      startPurge(
+        db.prisma,
+        SYSTEM,
+        { reason: "retention test", confirm: String(d.totals.records + 1), asOf: data.asOf, batchSize: 3, pauseMs: 0 },
+        { workerId: "w1", leaseSeconds: 30 },
+      ),
+    ).rejects.toMatchObject({ status: 409 });
     const run = await startPurge(
       db.prisma,
       SYSTEM,
@@ -113,13 +138,26 @@ describe("purge run", () => {
     );
     expect(run).toMatchObject({ state: "running", estimatedRecords: BigInt(t.records.length), estimatedEvents: BigInt(t.events.length) });
     // Only one at a time.
-    await expect(startPurge(db.prisma, SYSTEM, { reason: "second", confirm: "0", batchSize: 3, pauseMs: 0 }, { workerId: "w1", leaseSeconds: 30, requireConfirmation: false })).rejects.toMatchObject({ status: 409 });
+    await expect(
+      startPurge(
+        db.prisma,
+        SYSTEM,
+        { reason: "second", confirm: "0", batchSize: 3, pauseMs: 0 },
+        { workerId: "w1", leaseSeconds: 30, requireConfirmation: false },
+      ),
+    ).rejects.toMatchObject({ status: 409 });
 
     const batches: number[] = [];
     const out = await workRun(db, run.id, { workerId: "w1", log: quiet, onBatch: (r) => batches.push(Number(r.recordsDeleted)) });
     expect(out.outcome).toBe("finished");
     const done = await getRun(db.prisma, run.id);
-    expect(done).toMatchObject({ state: "completed", phase: "done", recordsDeleted: BigInt(t.records.length), eventsDeleted: BigInt(t.events.length), progress: 1 });
+    expect(done).toMatchObject({
+      state: "completed",
+      phase: "done",
+      recordsDeleted: BigInt(t.records.length),
+      eventsDeleted: BigInt(t.events.length),
+      progress: 1,
+    });
     expect(done.batches).toBeGreaterThanOrEqual(Math.ceil(t.records.length / 3) + Math.ceil(t.events.length / 3));
     expect(batches.every((n, i) => i === 0 || n >= batches[i - 1])).toBe(true);
 
@@ -131,7 +169,12 @@ describe("purge run", () => {
     expect(entries.map((e) => e.action)).toEqual(["purges.start", "purges.finish"]);
     expect(entries[0].after).toMatchObject({ estimatedRecords: String(t.records.length), estimatedEvents: String(t.events.length) });
     expect(entries[1]).toMatchObject({ outcome: "done", reason: "retention test" });
-    expect(entries[1].after).toMatchObject({ state: "completed", recordsDeleted: String(done.recordsDeleted), eventsDeleted: String(done.eventsDeleted), batches: done.batches });
+    expect(entries[1].after).toMatchObject({
+      state: "completed",
+      recordsDeleted: String(done.recordsDeleted),
+      eventsDeleted: String(done.eventsDeleted),
+      batches: done.batches,
+    });
   });
 
   it("resumes after its worker stopped mid-run: the next worker continues from the watermark, nothing deleted twice or skipped", async () => {
@@ -140,7 +183,12 @@ describe("purge run", () => {
     const t = await truth(db, more.asOf);
     expect(t.records.length).toBeGreaterThan(20);
     const before = await keptChecksums(db, t);
-    const run = await startPurge(db.prisma, SYSTEM, { reason: "resume test", confirm: String(t.records.length), asOf: more.asOf, batchSize: 4, pauseMs: 0 }, { workerId: "first", leaseSeconds: 1 });
+    const run = await startPurge(
+      db.prisma,
+      SYSTEM,
+      { reason: "resume test", confirm: String(t.records.length), asOf: more.asOf, batchSize: 4, pauseMs: 0 },
+      { workerId: "first", leaseSeconds: 1 },
+    );
     let n = 0;
     const first = await workRun(db, run.id, { workerId: "first", leaseSeconds: 1, log: quiet, shouldStop: () => n++ >= 3 });
     expect(first.outcome).toBe("stopped");
@@ -154,7 +202,12 @@ describe("purge run", () => {
     // The first worker, were it still alive, now stops at its next batch.
     expect((await workRun(db, run.id, { workerId: "first", log: quiet })).outcome).toBe("lost");
     const second = await workRun(db, run.id, { workerId: "second", log: quiet });
-    expect(second.run).toMatchObject({ state: "completed", recordsDeleted: BigInt(t.records.length), eventsDeleted: BigInt(t.events.length), worker: "second" });
+    expect(second.run).toMatchObject({
+      state: "completed",
+      recordsDeleted: BigInt(t.records.length),
+      eventsDeleted: BigInt(t.events.length),
+      worker: "second",
+    });
     expect(await remaining(db, t)).toEqual({ records: 0, events: 0 });
     expect(await keptChecksums(db, t)).toEqual(before);
   });

@@ -1,17 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bulkGenerate } from "@/lib/demo/bulk";
-import { recordEligibleSql } from "@/lib/retention/eligibility";
+import { recordEligibleSql } from "@/lib/retention/eligibility.postgres";
+import * as mysqlEligibility from "@/lib/retention/eligibility.mysql";
 import { loadRules, type PolicyRule } from "@/lib/retention/rules";
-import { eventDeleteSql, recordCandidatesSql, windowFor } from "@/lib/retention/worker";
+import { eventDeleteSql, recordCandidatesSql } from "@/lib/retention/purge-store.postgres";
+import * as mysqlPurge from "@/lib/retention/purge-store.mysql";
+import { windowFor } from "@/lib/retention/worker";
 import { refreshRollups } from "@/lib/stats/rollups";
-import { createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
+import { MYSQL } from "@/lib/db/dialect";
 import { Params } from "@/lib/db/params";
 
 /**
- * The purge's statements use indexes at a decent size (real Postgres, 40,000 bulk
- * records and 120,000 events, after ANALYZE): each batch is a primary-key range of
- * records or events (never a scan of the table), and a per-operation policy's count
- * is a range of idempotency_records_operation_expires_at_idx.
+ * The purge's statements use indexes at a decent size (40,000 records and 120,000 events,
+ * after ANALYZE): each batch is a primary-key range of records or events (never a scan of
+ * the table), and a per-operation policy's count is a range of
+ * idempotency_records_operation_expires_at_idx. Plans are the server's own: PostgreSQL's
+ * EXPLAIN (FORMAT JSON) on a PostgreSQL server, MySQL's EXPLAIN on a MySQL / MariaDB server
+ * (the same guarantee for its statements: purge-store.mysql.ts); nothing to explain on the
+ * embedded database.
  */
 
 interface PlanNode {
@@ -28,6 +35,7 @@ let rules: PolicyRule[];
 const now = new Date();
 
 beforeAll(async () => {
+  if (usingMysql) return mysqlDataset();
   if (!usingPostgres) return;
   db = await createTestDatabase();
   await bulkGenerate(db.sql, { records: 40_000, seed: 5, days: 60, now, batchSize: 10_000 });
@@ -51,11 +59,23 @@ describe.skipIf(!usingPostgres)("purge statements use indexes (40k records, afte
     const [{ max }] = await db.sql.query<{ max: bigint }>(`SELECT max(id) AS max FROM idempotency_records`);
     for (const lo of [0n, max / 2n]) {
       const rec = await plan(recordCandidatesSql(rules, now, lo, lo + windowFor(1000), 1000));
-      expect(rec.some((n) => n["Index Name"] === "idempotency_records_pkey" && /id >/.test(n["Index Cond"] ?? "")), describeNodes(rec)).toBe(true);
-      expect(rec.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "idempotency_records"), describeNodes(rec)).toEqual([]);
+      expect(
+        rec.some((n) => n["Index Name"] === "idempotency_records_pkey" && /id >/.test(n["Index Cond"] ?? "")),
+        describeNodes(rec),
+      ).toBe(true);
+      expect(
+        rec.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "idempotency_records"),
+        describeNodes(rec),
+      ).toEqual([]);
       const ev = await plan(eventDeleteSql(rules, now, lo * 3n, lo * 3n + windowFor(1000), 1000));
-      expect(ev.some((n) => n["Index Name"] === "idempotency_events_pkey" && /id >/.test(n["Index Cond"] ?? "")), describeNodes(ev)).toBe(true);
-      expect(ev.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "idempotency_events"), describeNodes(ev)).toEqual([]);
+      expect(
+        ev.some((n) => n["Index Name"] === "idempotency_events_pkey" && /id >/.test(n["Index Cond"] ?? "")),
+        describeNodes(ev),
+      ).toBe(true);
+      expect(
+        ev.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "idempotency_events"),
+        describeNodes(ev),
+      ).toEqual([]);
     }
   });
 
@@ -63,7 +83,126 @@ describe.skipIf(!usingPostgres)("purge statements use indexes (40k records, afte
     const own = rules.find((r) => r.operation === "capture_payment")!;
     const p = new Params();
     const q = await plan({ text: `SELECT count(*) FROM idempotency_records r WHERE ${recordEligibleSql(rules, now, p, "r", own)}`, values: p.values });
-    expect(q.some((n) => n["Index Name"] === "idempotency_records_operation_expires_at_idx"), describeNodes(q)).toBe(true);
-    expect(q.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "idempotency_records"), describeNodes(q)).toEqual([]);
+    expect(
+      q.some((n) => n["Index Name"] === "idempotency_records_operation_expires_at_idx"),
+      describeNodes(q),
+    ).toBe(true);
+    expect(
+      q.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "idempotency_records"),
+      describeNodes(q),
+    ).toEqual([]);
+  });
+});
+
+// --- MySQL / MariaDB ---------------------------------------------------------------------
+
+/** 0–9, for numbering rows without generate_series (MySQL 8 caps recursive CTEs at 1000 rows). */
+const DIGITS = `(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+  UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)`;
+
+/** 40,000 records over 60 days (a tenth of them per status but completed), 3 events each, all rolled up, policies, ANALYZE. */
+async function mysqlDataset() {
+  db = await createTestDatabase();
+  const p = new Params(MYSQL);
+  const at = p.time(now);
+  await db.sql.query(
+    `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
+     SELECT CONCAT('tenant:t', n % 50), ELT(1 + n % 4, 'create_order', 'capture_payment', 'accept_webhook', 'refund_payment'),
+            CONCAT('explain-', n), 'h', ELT(1 + n % 10, 'completed', 'completed', 'completed', 'completed', 'completed', 'completed',
+            'completed', 'failed', 'pending', 'processing'),
+            t, t, t + INTERVAL 1 DAY
+       FROM (SELECT n, ${at} - INTERVAL (n * 129) SECOND AS t
+               FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * d.d + 10000 * e.d AS n
+                       FROM ${DIGITS} a, ${DIGITS} b, ${DIGITS} c, ${DIGITS} d, ${DIGITS} e) x
+              WHERE n < 40000) y
+      ORDER BY n`,
+    p.values,
+  );
+  await db.sql.query(
+    `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, occurred_at)
+     SELECT r.id, r.scope, r.operation, r.idempotency_key, ELT(1 + k.d, 'reserved', 'completed', 'replayed'), r.payload_hash,
+            r.created_at + INTERVAL k.d MINUTE
+       FROM idempotency_records r CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2) k
+      ORDER BY r.id, k.d`,
+  );
+  // What THE condition asks about, at a size where the optimizer has to choose: an open item per
+  // pending record, an outbox message per fourth record (most of them sent).
+  await db.sql.query(
+    `INSERT INTO reconciliation_items (record_id, provider, provider_request_id, state, next_check_at)
+     SELECT id, 'mockpay', CONCAT('req-', id), 'open', created_at FROM idempotency_records WHERE status = 'pending'`,
+  );
+  await db.sql.query(
+    `INSERT INTO outbox_messages (record_id, topic, payload, status, created_at, sent_at)
+     SELECT id, 'payment.captured', '{}', IF(id % 20 = 0, 'pending', 'sent'), created_at, created_at FROM idempotency_records WHERE id % 4 = 0`,
+  );
+  await db.sql.query(
+    `INSERT INTO rollup_state (name, watermark) SELECT 'events', max(id) FROM idempotency_events ON DUPLICATE KEY UPDATE watermark = VALUES(watermark)`,
+  );
+  await db.sql.query(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days) VALUES (NULL, 7, 30), ('capture_payment', 14, 30)`);
+  await db.sql.query(`ANALYZE TABLE idempotency_records, idempotency_events, reconciliation_items, outbox_messages, retention_policies`);
+  rules = await loadRules(db.sql);
+}
+
+/** A row of MySQL's tabular EXPLAIN (MySQL 8 and MariaDB share these columns). */
+interface MysqlPlanRow {
+  id: number;
+  rows: string | number | bigint | null;
+  select_type: string;
+  table: string | null;
+  type: string | null;
+  key: string | null;
+  Extra: string | null;
+}
+
+async function mysqlPlan(q: { text: string; values: unknown[] }): Promise<MysqlPlanRow[]> {
+  return db.sql.query<MysqlPlanRow>(`EXPLAIN ${q.text}`, q.values);
+}
+
+const describeRows = (rows: MysqlPlanRow[]) => rows.map((r) => `${r.select_type} ${r.table} ${r.type} ${r.key ?? "-"} ${r.rows}`).join(", ");
+/** The plan's rows reading `table` under `alias` (the statement's own alias or the table's name). */
+const reading = (rows: MysqlPlanRow[], alias: string) => rows.filter((r) => r.table === alias);
+/**
+ * Reads of the services' tables (their aliases in THE condition) that are not index lookups or
+ * ranges — a table or a whole index read once per statement. The console's small tables (legal
+ * holds, rollup gaps) may be read whole.
+ */
+const SERVICE_TABLES = ["r", "e", "x", "i", "o", "idempotency_records", "idempotency_events"];
+const serviceScans = (rows: MysqlPlanRow[]) =>
+  rows.filter((r) => SERVICE_TABLES.includes(r.table ?? "") && (r.key === null || r.type === "ALL" || r.type === "index"));
+
+describe.skipIf(!usingMysql)("MySQL: purge statements use indexes (40k records, after ANALYZE)", () => {
+  it("a records batch reads a primary-key range of the window, locks and deletes by primary key; so do events", async () => {
+    const [{ max }] = await db.sql.query<{ max: bigint }>(`SELECT max(id) AS max FROM idempotency_records`);
+    for (const lo of [0n, max / 2n]) {
+      const rec = await mysqlPlan(mysqlPurge.recordCandidatesSql(rules, now, lo, lo + windowFor(1000), 1000));
+      expect(reading(rec, "r"), describeRows(rec)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
+      // The outbox and reconciliation protections probe the child's record_id index per candidate.
+      expect(reading(rec, "o"), describeRows(rec)).toEqual([expect.objectContaining({ type: "ref", key: "outbox_messages_record_id_idx" })]);
+      expect(reading(rec, "i"), describeRows(rec)).toEqual([expect.objectContaining({ type: "ref", key: "reconciliation_items_record_id_idx" })]);
+      expect(serviceScans(rec), describeRows(rec)).toEqual([]);
+
+      // The batch's DELETE of the candidates (ids the candidates read), THE condition again.
+      const ids = (await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id > ? ORDER BY id LIMIT 1000`, [lo])).map((r) => r.id);
+      const del = mysqlPurge.deleteStillEligibleSql("idempotency_records", rules, now, ids);
+      const d = await mysqlPlan(del);
+      expect(reading(d, "idempotency_records"), describeRows(d)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
+      expect(serviceScans(d), describeRows(d)).toEqual([]);
+
+      const ev = await mysqlPlan(mysqlPurge.eventCandidatesSql(rules, now, lo * 3n, lo * 3n + windowFor(1000), 1000));
+      expect(reading(ev, "e"), describeRows(ev)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
+      // The held-record protection reads the records' legal_hold index, never the table.
+      expect(serviceScans(ev), describeRows(ev)).toEqual([]);
+    }
+  });
+
+  it("a per-operation policy's window is a range of the (operation, expires_at) index", async () => {
+    const own = rules.find((r) => r.operation === "capture_payment")!;
+    const p = new Params(MYSQL);
+    const q = await mysqlPlan({
+      text: `SELECT count(*) FROM idempotency_records r WHERE ${mysqlEligibility.recordEligibleSql(rules, now, p, "r", own)}`,
+      values: p.values,
+    });
+    expect(reading(q, "r"), describeRows(q)).toEqual([expect.objectContaining({ key: "idempotency_records_operation_expires_at_idx" })]);
+    expect(serviceScans(q), describeRows(q)).toEqual([]);
   });
 });

@@ -4,10 +4,14 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { DEFAULT_MIGRATIONS_DIR, migrate } from "@/lib/db/migrate";
+import { byDialect } from "@/lib/db/dialect";
 import type { SqlExecutor } from "@/lib/db/sql";
-import { COARSE_GRAINS, countEvents, eventCountsSql, planCounts, rebuildRollups, refreshRollups, ROLLUP_GRAINS, type Span } from "@/lib/stats/rollups";
-import { generateDemoTraffic, mulberry32 } from "@/lib/demo/traffic";
-import { createEmptyTestDatabase, createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { COARSE_GRAINS, countEvents, planCounts, rebuildRollups, refreshRollups, ROLLUP_GRAINS, type Span } from "@/lib/stats/rollups";
+import { eventCountsSql as mysqlEventCountsSql } from "@/lib/stats/rollup-store.mysql";
+import { eventCountsSql as postgresEventCountsSql } from "@/lib/stats/rollup-store.postgres";
+import { generateDemoTraffic } from "@/lib/demo/traffic";
+import { mulberry32 } from "@/lib/demo/traffic-plan";
+import { createEmptyTestDatabase, createTestDatabase, usingDatabaseServer, usingMysql, type TestDatabase } from "./helpers/db";
 
 /**
  * The rollup tiers (minute, 15 minutes, hour, day) plus the raw remainder give exactly the
@@ -17,7 +21,9 @@ import { createEmptyTestDatabase, createTestDatabase, usingPostgres, type TestDa
  * rebuild, with late commits (gaps, in both modes), and after the migration that added
  * the coarse tiers to a database already rolled up by the previous version. After every
  * step, every coarse tier equals the minute tier re-binned (and the raw events, once all
- * are rolled up).
+ * are rolled up). On MySQL/MariaDB too: the truth below is spelled there with
+ * UNIX_TIMESTAMP in the tests' UTC sessions (the statements under test use other epoch
+ * arithmetic), and real concurrent writers run on both servers.
  */
 
 let db: TestDatabase;
@@ -31,20 +37,36 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => db?.drop());
 
+/** The event-count statement builder of the database's dialect (the one countEvents runs). */
+const eventCountsSql = (...args: Parameters<typeof postgresEventCountsSql>) =>
+  byDialect(db, { postgres: postgresEventCountsSql, mysql: mysqlEventCountsSql })(...args);
+
 type Row = { operation: string; kind: string; count: number };
 const key = (r: Row) => `${r.operation}/${r.kind}`;
 const asMap = (rows: Row[]) => Object.fromEntries(rows.map((r) => [key(r), r.count]));
 
 /** The truth: a direct count over the raw events table, optionally per step bucket (epoch-aligned, computed without date_bin). */
 async function rawCounts(sql: SqlExecutor, from: Date | null, to: Date | null, opts: { operation?: string; scope?: string; step?: number } = {}) {
-  const rows = await sql.query<{ b: Date | null; operation: string; kind: string; n: bigint }>(
-    `SELECT CASE WHEN $5::int IS NULL THEN NULL ELSE to_timestamp(floor(extract(epoch FROM occurred_at) / $5) * $5) END AS b,
+  const rows = await byDialect(sql, {
+    postgres: () =>
+      sql.query<{ b: Date | null; operation: string; kind: string; n: bigint }>(
+        `SELECT CASE WHEN $5::int IS NULL THEN NULL ELSE to_timestamp(floor(extract(epoch FROM occurred_at) / $5) * $5) END AS b,
             operation, kind, count(*)::bigint AS n FROM idempotency_events
       WHERE ($1::timestamptz IS NULL OR occurred_at >= $1) AND ($2::timestamptz IS NULL OR occurred_at < $2)
         AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)
       GROUP BY 1, 2, 3`,
-    [from, to, opts.operation ?? null, opts.scope ?? null, opts.step ?? null],
-  );
+        [from, to, opts.operation ?? null, opts.scope ?? null, opts.step ?? null],
+      ),
+    mysql: () =>
+      sql.query<{ b: Date | null; operation: string; kind: string; n: bigint }>(
+        `SELECT ${opts.step ? `FROM_UNIXTIME(FLOOR(UNIX_TIMESTAMP(occurred_at) / ${opts.step}) * ${opts.step})` : "NULL"} AS b,
+            operation, kind, COUNT(*) AS n FROM idempotency_events
+      WHERE (? IS NULL OR occurred_at >= ?) AND (? IS NULL OR occurred_at < ?)
+        AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)
+      GROUP BY b, operation, kind`,
+        [from, from, to, to, opts.operation ?? null, opts.operation ?? null, opts.scope ?? null, opts.scope ?? null],
+      ),
+  })();
   return Object.fromEntries(rows.map((r) => [`${r.b ? `${r.b.toISOString()} ` : ""}${r.operation}/${r.kind}`, Number(r.n)]));
 }
 
@@ -56,7 +78,9 @@ async function builderCounts(sql: SqlExecutor, from: Date | null, to: Date | nul
 }
 
 async function rolledTotal(sql: SqlExecutor = db.sql) {
-  const [r] = await sql.query<{ n: bigint | null }>(`SELECT sum(count)::bigint AS n FROM event_rollups`);
+  const [r] = await sql.query<{ n: bigint | null }>(
+    byDialect(sql, { postgres: `SELECT sum(count)::bigint AS n FROM event_rollups`, mysql: `SELECT CAST(SUM(count) AS SIGNED) AS n FROM event_rollups` }),
+  );
   return Number(r.n ?? 0);
 }
 
@@ -66,6 +90,7 @@ async function rolledTotal(sql: SqlExecutor = db.sql) {
  * raw events (when everything is rolled up: no lag, no gaps).
  */
 async function tierDifferences(sql: SqlExecutor, opts: { raw?: boolean } = {}): Promise<string[]> {
+  if (sql.dialect.name === "mysql") return mysqlTierDifferences(sql, opts);
   const want = `SELECT g.s AS grain_seconds, to_timestamp(floor(extract(epoch FROM r.bucket) / g.s) * g.s) AS bucket, r.operation, r.scope, r.kind, sum(r.count)::bigint AS count
                   FROM event_rollups r CROSS JOIN unnest($1::int[]) AS g(s) GROUP BY 1, 2, 3, 4, 5`;
   const have = `SELECT grain_seconds, bucket, operation, scope, kind, count FROM event_rollup_tiers`;
@@ -81,6 +106,35 @@ async function tierDifferences(sql: SqlExecutor, opts: { raw?: boolean } = {}): 
     const m = await sql.query<{ d: string }>(
       `SELECT 'minute tier without raw ' || x::text AS d FROM ((${minutes}) EXCEPT ALL (${events})) x
        UNION ALL SELECT 'raw without minute tier ' || y::text FROM ((${events}) EXCEPT ALL (${minutes})) y`,
+    );
+    out.push(...m.map((r) => r.d));
+  }
+  return out;
+}
+
+/** tierDifferences on MySQL/MariaDB (EXCEPT ALL from MariaDB 10.5 and MySQL 8.0.31; UTC sessions: UNIX_TIMESTAMP is UTC). */
+async function mysqlTierDifferences(sql: SqlExecutor, opts: { raw?: boolean }): Promise<string[]> {
+  const grains = COARSE_GRAINS.map((g) => `SELECT ${g} AS s`).join(" UNION ALL ");
+  // (GROUP BY resolves a name to a column before an alias on MySQL: the re-binned bucket gets its own name first.)
+  const want = `SELECT w.grain_seconds, w.b AS bucket, w.operation, w.scope, w.kind, CAST(SUM(w.count) AS SIGNED) AS count FROM (
+                  SELECT g.s AS grain_seconds, FROM_UNIXTIME(FLOOR(UNIX_TIMESTAMP(r.bucket) / g.s) * g.s) AS b, r.operation, r.scope, r.kind, r.count
+                    FROM event_rollups r CROSS JOIN (${grains}) g) w
+                GROUP BY w.grain_seconds, w.b, w.operation, w.scope, w.kind`;
+  const have = `SELECT grain_seconds, bucket, operation, scope, kind, count FROM event_rollup_tiers`;
+  const text = (x: string) => `CONCAT_WS(' ', ${x}.grain_seconds, ${x}.bucket, ${x}.operation, ${x}.scope, ${x}.kind, ${x}.count)`;
+  const rows = await sql.query<{ d: string }>(
+    `SELECT CONCAT('missing ', ${text("x")}) AS d FROM ((${want}) EXCEPT ALL (${have})) x
+     UNION ALL SELECT CONCAT('extra ', ${text("y")}) FROM ((${have}) EXCEPT ALL (${want})) y`,
+  );
+  const out = rows.map((r) => r.d);
+  if (opts.raw) {
+    const minutes = `SELECT bucket, operation, scope, kind, count FROM event_rollups`;
+    const events = `SELECT CAST(DATE_FORMAT(occurred_at, '%Y-%m-%d %H:%i:00') AS DATETIME(6)) AS bucket, operation, scope, kind, COUNT(*) AS count
+                      FROM idempotency_events GROUP BY bucket, operation, scope, kind`;
+    const row = (x: string) => `CONCAT_WS(' ', ${x}.bucket, ${x}.operation, ${x}.scope, ${x}.kind, ${x}.count)`;
+    const m = await sql.query<{ d: string }>(
+      `SELECT CONCAT('minute tier without raw ', ${row("x")}) AS d FROM ((${minutes}) EXCEPT ALL (${events})) x
+       UNION ALL SELECT CONCAT('raw without minute tier ', ${row("y")}) FROM ((${events}) EXCEPT ALL (${minutes})) y`,
     );
     out.push(...m.map((r) => r.d));
   }
@@ -133,7 +187,9 @@ async function expectExact(label: string, opts: { series?: boolean } = {}) {
   const from = new Date(now.getTime() - 7 * DAY + 12_345);
   const to = new Date(now.getTime() - 1_000);
   for (const f of [{ operation: "capture_payment" }, { scope: "tenant:acme" }, { operation: "create_order", scope: "tenant:globex" }]) {
-    expect(asMap(await db.withSession((s) => countEvents(s, { from, to, ...f }))), `${label}: ${JSON.stringify(f)}`).toEqual(await rawCounts(db.sql, from, to, f));
+    expect(asMap(await db.withSession((s) => countEvents(s, { from, to, ...f }))), `${label}: ${JSON.stringify(f)}`).toEqual(
+      await rawCounts(db.sql, from, to, f),
+    );
     expect(await builderCounts(db.sql, from, to, { ...f, step: 3600 }), `${label}: ${JSON.stringify(f)} hourly`).toEqual(
       await rawCounts(db.sql, from, to, { ...f, step: 3600 }),
     );
@@ -216,10 +272,15 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
     await expectExact("raw");
     const first = await db.withSession((s) => refreshRollups(s, { batchSize: 500 }));
     expect(first.batches).toBeGreaterThan(1);
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events`);
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events`);
     expect(await rolledTotal()).toBe(Number(n));
     expect(await tierDifferences(db.sql, { raw: true })).toEqual([]);
-    const [tiers] = await db.sql.query<{ grains: number[] }>(`SELECT array_agg(DISTINCT grain_seconds ORDER BY grain_seconds) AS grains FROM event_rollup_tiers`);
+    const [tiers] = await byDialect(db, {
+      postgres: () => db.sql.query<{ grains: number[] }>(`SELECT array_agg(DISTINCT grain_seconds ORDER BY grain_seconds) AS grains FROM event_rollup_tiers`),
+      mysql: async () => [
+        { grains: (await db.sql.query<{ g: number }>(`SELECT DISTINCT grain_seconds AS g FROM event_rollup_tiers ORDER BY g`)).map((r) => r.g) },
+      ],
+    })();
     expect(tiers.grains).toEqual([900, 3600, 86400]);
     await expectExact("rolled");
 
@@ -246,15 +307,32 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
 
   it("a late commit (an id below the watermark that appears later) is counted raw, then rolled into every tier", async () => {
     // Two ids handed out in order; the later one commits first, across an hour edge from the earlier one.
-    const [{ a }] = await db.sql.query<{ a: bigint }>(`SELECT nextval(pg_get_serial_sequence('idempotency_events', 'id')) AS a`);
-    const [{ b }] = await db.sql.query<{ b: bigint }>(`SELECT nextval(pg_get_serial_sequence('idempotency_events', 'id')) AS b`);
+    // (MySQL has no sequence to take ids from: the next two ids above every one in the table.)
+    const [{ a }] = await db.sql.query<{ a: bigint }>(
+      byDialect(db, {
+        postgres: `SELECT nextval(pg_get_serial_sequence('idempotency_events', 'id')) AS a`,
+        mysql: `SELECT CAST(COALESCE(MAX(id), 0) + 1 AS SIGNED) AS a FROM idempotency_events`,
+      }),
+    );
+    const [{ b }] = await db.sql.query<{ b: bigint }>(
+      byDialect(db, { postgres: `SELECT nextval(pg_get_serial_sequence('idempotency_events', 'id')) AS b`, mysql: `SELECT CAST(${a} + 1 AS SIGNED) AS b` }),
+    );
     const insert = (id: bigint, at: Date, k: string) =>
       db.sql.query(
-        `INSERT INTO idempotency_events (id, scope, operation, idempotency_key, kind, occurred_at) VALUES ($1, 'tenant:late', 'capture_payment', $2, 'reserved', $3)`,
+        byDialect(db, {
+          postgres: `INSERT INTO idempotency_events (id, scope, operation, idempotency_key, kind, occurred_at) VALUES ($1, 'tenant:late', 'capture_payment', $2, 'reserved', $3)`,
+          mysql: `INSERT INTO idempotency_events (id, scope, operation, idempotency_key, kind, occurred_at) VALUES (?, 'tenant:late', 'capture_payment', ?, 'reserved', ?)`,
+        }),
         [id, k, at],
       );
     await insert(b, new Date(hourEdge.getTime() - 1), "late-b");
-    const gap = async () => (await db.sql.query(`SELECT 1 FROM rollup_gaps WHERE event_id = $1`, [a])).length === 1;
+    const gap = async () =>
+      (
+        await db.sql.query(
+          byDialect(db, { postgres: `SELECT 1 FROM rollup_gaps WHERE event_id = $1`, mysql: `SELECT 1 FROM rollup_gaps WHERE event_id = ?` }),
+          [a],
+        )
+      ).length === 1;
     const r1 = await db.withSession((s) => refreshRollups(s));
     expect(r1.gapsOpen).toBeGreaterThanOrEqual(1);
     expect(await gap()).toBe(true);
@@ -273,38 +351,47 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
     await expectExact("gap closed");
   }, 120_000);
 
-  it.skipIf(!usingPostgres)("an event committed after the watermark passed its id is still counted (gap, real concurrent writers)", async () => {
-    // Writer A takes an id and keeps its transaction open; writer B commits a later id; the refresh runs.
-    const store = new IdempotencyStore(db.prisma);
-    await db.withSession(async (writerA) => {
-      await writerA.exec("BEGIN");
-      await writerA.query(
-        `INSERT INTO idempotency_events (scope, operation, idempotency_key, kind, occurred_at) VALUES ('tenant:gap', 'capture_payment', 'gap-a', 'reserved', $1)`,
-        [new Date(dayEdge.getTime() - 1)],
-      );
-      await store.begin({ scope: "tenant:gap", operation: "capture_payment", key: "gap-b", payload: { n: 1 } });
+  it.skipIf(!usingDatabaseServer)(
+    "an event committed after the watermark passed its id is still counted (gap, real concurrent writers)",
+    async () => {
+      // Writer A takes an id and keeps its transaction open; writer B commits a later id; the refresh runs.
+      const store = new IdempotencyStore(db.prisma);
+      await db.withSession(async (writerA) => {
+        await writerA.exec("BEGIN");
+        await writerA.query(
+          `INSERT INTO idempotency_events (scope, operation, idempotency_key, kind, occurred_at) VALUES ('tenant:gap', 'capture_payment', 'gap-a', 'reserved', ${writerA.dialect.param(1)})`,
+          [new Date(dayEdge.getTime() - 1)],
+        );
+        await store.begin({ scope: "tenant:gap", operation: "capture_payment", key: "gap-b", payload: { n: 1 } });
+        const r = await db.withSession((s) => refreshRollups(s));
+        expect(r.gapsOpen).toBe(1);
+        await writerA.exec("COMMIT");
+      });
+      await expectExact("concurrent gap open", { series: false }); // exact even before the next refresh: the gap is counted raw
       const r = await db.withSession((s) => refreshRollups(s));
-      expect(r.gapsOpen).toBe(1);
-      await writerA.exec("COMMIT");
-    });
-    await expectExact("concurrent gap open", { series: false }); // exact even before the next refresh: the gap is counted raw
-    const r = await db.withSession((s) => refreshRollups(s));
-    expect(r.gapsOpen).toBe(0);
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events`);
-    expect(await rolledTotal()).toBe(Number(n));
-    expect(await tierDifferences(db.sql, { raw: true })).toEqual([]);
-    await expectExact("concurrent gap closed", { series: false });
-  }, 120_000);
+      expect(r.gapsOpen).toBe(0);
+      const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events`);
+      expect(await rolledTotal()).toBe(Number(n));
+      expect(await tierDifferences(db.sql, { raw: true })).toEqual([]);
+      await expectExact("concurrent gap closed", { series: false });
+    },
+    120_000,
+  );
 
-  it.skipIf(!usingPostgres)("two refreshers at once never count an event twice, in any tier", async () => {
-    await generateDemoTraffic(db, { seed: 13, requests: 100, days: 2, now });
-    await Promise.all([db.withSession((s) => refreshRollups(s, { batchSize: 200 })), db.withSession((s) => refreshRollups(s, { batchSize: 300 }))]);
-    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events`);
-    expect(await rolledTotal()).toBe(Number(n));
-    expect(await tierDifferences(db.sql, { raw: true })).toEqual([]);
-  }, 120_000);
+  it.skipIf(!usingDatabaseServer)(
+    "two refreshers at once never count an event twice, in any tier",
+    async () => {
+      await generateDemoTraffic(db, { seed: 13, requests: 100, days: 2, now });
+      await Promise.all([db.withSession((s) => refreshRollups(s, { batchSize: 200 })), db.withSession((s) => refreshRollups(s, { batchSize: 300 }))]);
+      const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events`);
+      expect(await rolledTotal()).toBe(Number(n));
+      expect(await tierDifferences(db.sql, { raw: true })).toEqual([]);
+    },
+    120_000,
+  );
 
-  it("only refreshRollups/rebuildRollups may write the rollup tables (a guard keeps the tiers in step)", async () => {
+  // PostgreSQL's guard is a statement trigger naming the writers; MySQL's (ADR 0012) is per row and passes TRUNCATE: its counterpart follows.
+  it.skipIf(usingMysql)("only refreshRollups/rebuildRollups may write the rollup tables (a guard keeps the tiers in step)", async () => {
     const refused = [
       `INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES ('2026-11-01T00:00:00Z', 'x', 'y', 'reserved', 1)`,
       `UPDATE event_rollups SET count = count + 1 WHERE FALSE`,
@@ -314,9 +401,21 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
     for (const sql of refused) await expect(db.sql.query(sql), sql).rejects.toThrow(/refreshRollups/);
     expect(await tierDifferences(db.sql)).toEqual([]);
   });
+
+  it.skipIf(!usingMysql)("MySQL: only the rollup writers may write the rollup tables (a row guard; TRUNCATE passes it, ADR 0012)", async () => {
+    const refused = [
+      `INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES ('2026-11-01 00:00:00', 'x', 'y', 'reserved', 1)`,
+      `UPDATE event_rollups SET count = count + 1`,
+      `UPDATE event_rollup_tiers SET count = count + 1`,
+      `DELETE FROM event_rollup_tiers`,
+    ];
+    for (const sql of refused) await expect(db.sql.query(sql), sql).rejects.toThrow(/written only by the console's rollup writers/);
+    expect(await tierDifferences(db.sql)).toEqual([]);
+  });
 });
 
-describe("migration 20261130060000_rollup_hours on a database rolled up by the previous version", () => {
+// PostgreSQL's migration history: the MySQL migrations begin at today's schema (ADR 0012), with no earlier rollups to migrate from.
+describe.skipIf(usingMysql)("migration 20261130060000_rollup_hours on a database rolled up by the previous version", () => {
   const dirs: string[] = [];
   afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
 

@@ -8,6 +8,7 @@ import { generateToken } from "@/lib/auth/tokens";
 import { provideDatabase } from "@/lib/db/client";
 import { createTestToken, createTestUser, dropTestDatabase, sessionCookie, useTestAuthEnv } from "./helpers/auth-fixtures";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { call as callRoute } from "./helpers/records-api";
 
 /**
  * THE route enumeration test. Every route handler file under app/ is found at
@@ -24,7 +25,6 @@ useTestAuthEnv();
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
-type Method = (typeof METHODS)[number];
 const UNSAFE = new Set<string>(["POST", "PUT", "PATCH", "DELETE"]);
 /** Ids in dynamic segments name nothing that exists: an allowed call must not change fixtures. */
 const MISSING_ID = "999999999";
@@ -114,12 +114,18 @@ beforeAll(async () => {
     { name: "a malformed token", headers: bearer("not-a-token") },
     { name: "a well-formed token that does not exist", headers: bearer(generateToken().token) },
     { name: "a token with a wrong secret", headers: bearer(everything.token.slice(0, -4) + "AAAA") },
-    { name: "an expired token", headers: bearer(await createTestToken(db.prisma, all.id, { scopes: ALL_PERMISSIONS, expiresAt: new Date(Date.now() - 1000) })) },
+    {
+      name: "an expired token",
+      headers: bearer(await createTestToken(db.prisma, all.id, { scopes: ALL_PERMISSIONS, expiresAt: new Date(Date.now() - 1000) })),
+    },
     { name: "a revoked token", headers: bearer(await createTestToken(db.prisma, all.id, { scopes: ALL_PERMISSIONS, revoked: true })) },
     { name: "a token of a disabled user", headers: bearer(disabledToken) },
     { name: "a Basic authorization header", headers: { authorization: "Basic YWRtaW46YWRtaW4=" } },
     { name: "a session cookie of a disabled user", headers: { cookie: await sessionCookie(disabled.id), "sec-fetch-site": "same-origin" } },
-    { name: "a forged session cookie", headers: { cookie: "next-auth.session-token=eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..forged", "sec-fetch-site": "same-origin" } },
+    {
+      name: "a forged session cookie",
+      headers: { cookie: "next-auth.session-token=eyJhbGciOiJkaXIiLCJlbmMiOiJBMjU2R0NNIn0..forged", "sec-fetch-site": "same-origin" },
+    },
     { name: "a session cookie of a user that does not exist", headers: { cookie: await sessionCookie(987654321n), "sec-fetch-site": "same-origin" } },
   );
 });
@@ -136,7 +142,7 @@ function call(route: Route, method: string, handler: Handler, headers: Record<st
     h.set("content-type", "application/json");
     init.body = JSON.stringify({ reason: "route permission test" });
   }
-  return handler(new Request(`http://localhost${route.urlPath}`, init), { params: Promise.resolve(route.params) });
+  return callRoute(handler, `http://localhost${route.urlPath}`, null, init, route.params);
 }
 
 function isAccess(v: unknown): v is Access {
@@ -186,7 +192,12 @@ async function violations(route: Route, method: string, handler: Handler): Promi
     await expectVerdict(`a ${role} (session cookie)`, { cookie: await sessionCookie(byRole[role].userId), ...sameOrigin }, allowed, byRole[role].userId);
   }
   if (isPermission(access)) {
-    await expectVerdict(`a token whose scopes omit ${access} (its user holds every role)`, { authorization: `Bearer ${omitting.get(access)}` }, false, everything.userId);
+    await expectVerdict(
+      `a token whose scopes omit ${access} (its user holds every role)`,
+      { authorization: `Bearer ${omitting.get(access)}` },
+      false,
+      everything.userId,
+    );
   }
   await expectVerdict(`a user with every role (API token)`, { authorization: `Bearer ${everything.token}` }, true);
 
@@ -216,13 +227,15 @@ async function detail(res: Response): Promise<string> {
 
 describe("route discovery", () => {
   it("finds every route handler file under app/ (including the known ones)", () => {
-    expect(routeFiles).toEqual(expect.arrayContaining(["app/api/health/route.ts", "app/api/v1/audit/route.ts", "app/api/v1/audit/export/route.ts", "app/api/v1/audit/verify/route.ts"]));
+    expect(routeFiles).toEqual(
+      expect.arrayContaining(["app/api/health/route.ts", "app/api/v1/audit/route.ts", "app/api/v1/audit/export/route.ts", "app/api/v1/audit/verify/route.ts"]),
+    );
     expect(handlers.length).toBeGreaterThanOrEqual(routeFiles.length);
     // No Pages Router API routes escaping this test.
     expect(findFiles("pages", /\.(ts|tsx|js|jsx)$/)).toEqual([]);
   });
 
-  it("finds no server actions (\"use server\") in app/, components/ or lib/ — none exist; any added must be covered here first", () => {
+  it('finds no server actions ("use server") in app/, components/ or lib/ — none exist; any added must be covered here first', () => {
     const directive = /^\s*(["'])use server\1;?\s*$/m;
     const found = ["app", "components", "lib"]
       .flatMap((d) => findFiles(d, /\.(ts|tsx|js|jsx|mjs)$/))
@@ -237,9 +250,12 @@ describe("route discovery", () => {
 
 describe("every route handler agrees with the permissions table", () => {
   const label = (a: unknown) => (a === undefined ? "no access declared" : String(a));
-  it.each(handlers.map((h) => [`${h.method} ${h.route.urlPath} [${label(h.handler.access)}] (${h.route.file})`, h] as const))("%s", async (_name, { route, method, handler }) => {
-    expect(await violations(route, method, handler)).toEqual([]);
-  });
+  it.each(handlers.map((h) => [`${h.method} ${h.route.urlPath} [${label(h.handler.access)}] (${h.route.file})`, h] as const))(
+    "%s",
+    async (_name, { route, method, handler }) => {
+      expect(await violations(route, method, handler)).toEqual([]);
+    },
+  );
 });
 
 describe("the checker itself can fail", () => {
@@ -248,13 +264,20 @@ describe("the checker itself can fail", () => {
 
   it("flags a handler without .access, and one with an access that is not in the table", async () => {
     expect(await violations(route, "GET", ok as Handler)).toEqual([expect.stringMatching(/declares no \.access/)]);
-    expect(await violations(route, "GET", Object.assign(async () => Response.json({}), { access: "audit.write" }) as Handler)).toEqual([expect.stringMatching(/neither a permission/)]);
+    expect(await violations(route, "GET", Object.assign(async () => Response.json({}), { access: "audit.write" }) as Handler)).toEqual([
+      expect.stringMatching(/neither a permission/),
+    ]);
   });
 
   it("flags a handler that declares a permission but never checks it", async () => {
     const unchecked = Object.assign(async () => Response.json({ ok: true }), { access: "audit.read" as Access });
     const v = await violations(route, "GET", unchecked);
-    expect(v).toEqual(expect.arrayContaining([expect.stringMatching(/^with no credentials: 200, expected 401/), expect.stringMatching(/^as a viewer \(API token\): 200, expected 403/)]));
+    expect(v).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^with no credentials: 200, expected 401/),
+        expect.stringMatching(/^as a viewer \(API token\): 200, expected 403/),
+      ]),
+    );
   });
 
   it("flags a handler whose declared permission is not the one it checks", async () => {
@@ -266,7 +289,9 @@ describe("the checker itself can fail", () => {
     // …and the reverse: checking more than it declares refuses someone the table allows.
     const checksExport = apiRoute({ access: "audit.export" }, ok);
     const under = Object.assign((req: Request, ctx?: RouteHandlerContext) => checksExport(req, ctx), { access: "stats.read" as Access });
-    expect(await violations(route, "GET", under)).toEqual(expect.arrayContaining([expect.stringMatching(/^as a viewer \(API token\): 403 .*holds stats.read/)]));
+    expect(await violations(route, "GET", under)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^as a viewer \(API token\): 403 .*holds stats.read/)]),
+    );
   });
 
   it("flags a mutation wrapped so that it skips the CSRF check, and one without an audit action", async () => {
@@ -289,10 +314,15 @@ describe("the checker itself can fail", () => {
   it("flags a handler that lets a revoked token or a disabled user in", async () => {
     // Accepts any Bearer header at all: every bad token gets through.
     const lax = Object.assign(
-      async (req: Request) => (req.headers.get("authorization") || req.headers.get("cookie") ? Response.json({}) : new Response(null, { status: 401, headers: { "content-type": PROBLEM } })),
+      async (req: Request) =>
+        req.headers.get("authorization") || req.headers.get("cookie")
+          ? Response.json({})
+          : new Response(null, { status: 401, headers: { "content-type": PROBLEM } }),
       { access: "signed_in" as Access },
     );
     const v = await violations(route, "GET", lax);
-    expect(v).toEqual(expect.arrayContaining([expect.stringMatching(/^with a revoked token: 200/), expect.stringMatching(/^with a token of a disabled user: 200/)]));
+    expect(v).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^with a revoked token: 200/), expect.stringMatching(/^with a token of a disabled user: 200/)]),
+    );
   });
 });

@@ -21,7 +21,11 @@ import { createTestDatabase, type TestDatabase } from "./helpers/db";
  */
 const ALLOWED_UNDECLARED_INDEXES: readonly AllowedIndex[] = [
   { table: "idempotency_records", name: "idempotency_records_legal_hold_idx", reason: "partial: WHERE legal_hold (record holds are rare)" },
-  { table: "idempotency_records", name: "idempotency_records_unsettled_status_idx", reason: "partial: WHERE status <> 'completed' (the small populations the overview and queue count)" },
+  {
+    table: "idempotency_records",
+    name: "idempotency_records_unsettled_status_idx",
+    reason: "partial: WHERE status <> 'completed' (the small populations the overview and queue count)",
+  },
   { table: "retention_policies", name: "retention_policies_operation_key", reason: "expression: one policy per operation and one default (NULL)" },
   { table: "purge_runs", name: "purge_runs_one_active_key", reason: "partial expression: at most one queued/running/cancelling run" },
   { table: "legal_holds", name: "legal_holds_active_scope_key", reason: "partial: one active hold per scope" },
@@ -104,22 +108,46 @@ const SCALAR_TYPES: Record<string, string> = {
 function nativeType([name, args]: [string, string[]]): string {
   const a = args.length ? `(${args.join(",")})` : "";
   const simple: Record<string, string> = {
-    Text: "text", Uuid: "uuid", Xml: "xml", Inet: "inet", Citext: "citext", Integer: "integer",
-    SmallInt: "smallint", BigInt: "bigint", Oid: "oid", Real: "real", DoublePrecision: "double precision",
-    Money: "money", Date: "date", Json: "json", JsonB: "jsonb", ByteA: "bytea", Boolean: "boolean",
+    Text: "text",
+    Uuid: "uuid",
+    Xml: "xml",
+    Inet: "inet",
+    Citext: "citext",
+    Integer: "integer",
+    SmallInt: "smallint",
+    BigInt: "bigint",
+    Oid: "oid",
+    Real: "real",
+    DoublePrecision: "double precision",
+    Money: "money",
+    Date: "date",
+    Json: "json",
+    JsonB: "jsonb",
+    ByteA: "bytea",
+    Boolean: "boolean",
   };
   if (simple[name]) return simple[name];
   switch (name) {
-    case "VarChar": return `character varying${a}`;
-    case "Char": return `character${a || "(1)"}`;
-    case "Bit": return `bit${a || "(1)"}`;
-    case "VarBit": return `bit varying${a}`;
-    case "Decimal": return `numeric${a}`;
-    case "Timestamp": return `timestamp${a} without time zone`;
-    case "Timestamptz": return `timestamp${a} with time zone`;
-    case "Time": return `time${a} without time zone`;
-    case "Timetz": return `time${a} with time zone`;
-    default: return `(@db.${name}: extend nativeType() in this test)`;
+    case "VarChar":
+      return `character varying${a}`;
+    case "Char":
+      return `character${a || "(1)"}`;
+    case "Bit":
+      return `bit${a || "(1)"}`;
+    case "VarBit":
+      return `bit varying${a}`;
+    case "Decimal":
+      return `numeric${a}`;
+    case "Timestamp":
+      return `timestamp${a} without time zone`;
+    case "Timestamptz":
+      return `timestamp${a} with time zone`;
+    case "Time":
+      return `time${a} without time zone`;
+    case "Timetz":
+      return `time${a} with time zone`;
+    default:
+      return `(@db.${name}: extend nativeType() in this test)`;
   }
 }
 
@@ -262,11 +290,7 @@ async function readDatabase(sql: SqlExecutor, tables: string[]) {
 // --- The comparison -----------------------------------------------------------------
 
 /** Every way the database differs from the schema, one sorted line each; [] means in step. */
-async function schemaDifferences(
-  sql: SqlExecutor,
-  dm: Datamodel,
-  allowedIndexes: readonly AllowedIndex[] = ALLOWED_UNDECLARED_INDEXES,
-): Promise<string[]> {
+async function schemaDifferences(sql: SqlExecutor, dm: Datamodel, allowedIndexes: readonly AllowedIndex[] = ALLOWED_UNDECLARED_INDEXES): Promise<string[]> {
   const diffs: string[] = [];
   const tables = dm.models.map(tableOf);
   const db = await readDatabase(sql, tables);
@@ -350,8 +374,7 @@ async function schemaDifferences(
 
   // Foreign keys: one per relation field that holds the foreign key. (The DMMF does
   // not expose @relation(map:), so constraint names are not compared.)
-  const fkKey = (table: string, cols: string[], ref: string, refCols: string[]) =>
-    `${table}(${cols.join(", ")}) → ${ref}(${refCols.join(", ")})`;
+  const fkKey = (table: string, cols: string[], ref: string, refCols: string[]) => `${table}(${cols.join(", ")}) → ${ref}(${refCols.join(", ")})`;
   const dbFks = new Map(db.foreignKeys.map((fk) => [fkKey(fk.table, fk.columns, fk.ref_table, fk.ref_columns), fk]));
   for (const model of dm.models) {
     for (const rel of model.fields.filter((f) => f.kind === "object")) {
@@ -463,10 +486,7 @@ describe("the comparison can fail (self-check)", () => {
   it("reports what schema.prisma declares but no migration created", async () => {
     const edited = schemaText
       .replace(/(\n\s*legalHold\s+Boolean[^\n]*\n)/, `$1  archivedAt DateTime? @map("archived_at")\n`)
-      .replace(
-        `@@map("outbox_messages")`,
-        `@@index([topic], map: "outbox_messages_topic_idx")\n  @@map("outbox_messages")`,
-      )
+      .replace(`@@map("outbox_messages")`, `@@index([topic], map: "outbox_messages_topic_idx")\n  @@map("outbox_messages")`)
       .concat(`\nmodel Extra {\n  id Int @id @default(autoincrement())\n  @@map("extra_things")\n}\n`);
     expect(edited).not.toBe(schemaText);
     expect(await schemaDifferences(db.sql, datamodelOf(edited))).toEqual(
@@ -482,9 +502,7 @@ describe("the comparison can fail (self-check)", () => {
     const partial = { table: "idempotency_records", name: "idempotency_records_open_idx", reason: "partial index" };
     const stale = { table: "outbox_messages", name: "outbox_messages_gone_idx", reason: "dropped since" };
     await inRolledBackTransaction(async (s) => {
-      await s.exec(
-        `CREATE INDEX "idempotency_records_open_idx" ON "idempotency_records" ("updated_at") WHERE "status" <> 'completed'`,
-      );
+      await s.exec(`CREATE INDEX "idempotency_records_open_idx" ON "idempotency_records" ("updated_at") WHERE "status" <> 'completed'`);
       expect(await schemaDifferences(s, datamodel)).toEqual([
         "index idempotency_records.idempotency_records_open_idx: in the database, not declared in schema.prisma",
       ]);

@@ -33,7 +33,10 @@ const session = () => import("@/app/api/v1/session/route");
 const userSessions = () => import("@/app/api/v1/users/[id]/sessions/route");
 const users = () => import("@/app/api/v1/users/route");
 
-const withCookie = (cookie: string, init: RequestInit = {}) => ({ ...init, headers: { cookie, "sec-fetch-site": "same-origin", ...(init.headers as Record<string, string>) } });
+const withCookie = (cookie: string, init: RequestInit = {}) => ({
+  ...init,
+  headers: { cookie, "sec-fetch-site": "same-origin", ...(init.headers as Record<string, string>) },
+});
 const readRecords = async (cookie: string) => (await call((await records()).GET, "/api/v1/records", null, withCookie(cookie))).status;
 const signOut = async (cookie: string) => call((await session()).DELETE, "/api/v1/session", null, withCookie(cookie, { method: "DELETE" }));
 
@@ -66,7 +69,12 @@ describe("signing out ends the session", () => {
     });
     const u = await newUser(["support"]);
     const options = authOptions({ ip: "192.0.2.7" });
-    const token = await options.callbacks!.jwt!({ token: {}, user: { id: String(u.id), email: u.email, roles: ["support"] } as never, account: null, trigger: "signIn" });
+    const token = await options.callbacks!.jwt!({
+      token: {},
+      user: { id: String(u.id), email: u.email, roles: ["support"] } as never,
+      account: null,
+      trigger: "signIn",
+    });
     const cookie = `${SESSION_COOKIE}=${await encode({ token, secret: TEST_NEXTAUTH_SECRET })}`;
     expect(await readRecords(cookie)).toBe(200);
     await options.events!.signOut!({ token, session: undefined as never });
@@ -91,7 +99,10 @@ describe("signing out ends the session", () => {
     const b = await newUser(["admin"]);
     const bCookie = await sessionCookie(b.id);
     const { getToken } = await import("next-auth/jwt");
-    const decoded = await getToken({ req: { headers: new Headers({ cookie: bCookie }), cookies: { [SESSION_COOKIE]: bCookie.split("=")[1] } } as never, secret: TEST_NEXTAUTH_SECRET });
+    const decoded = await getToken({
+      req: { headers: new Headers({ cookie: bCookie }), cookies: { [SESSION_COOKIE]: bCookie.split("=")[1] } } as never,
+      secret: TEST_NEXTAUTH_SECRET,
+    });
     const swapped = `${SESSION_COOKIE}=${await encode({ token: { uid: String(a.id), sid: decoded!.sid }, secret: TEST_NEXTAUTH_SECRET })}`;
     expect(await readRecords(swapped)).toBe(401);
   });
@@ -107,7 +118,13 @@ describe("admins: a user's sessions, sign out everywhere", () => {
     expect(listed.status).toBe(200);
     const { sessions } = await json(listed);
     expect(sessions).toHaveLength(2);
-    expect(sessions[0]).toMatchObject({ id: expect.any(String), method: "password", createdAt: expect.any(String), lastSeenAt: expect.any(String), expiresAt: expect.any(String) });
+    expect(sessions[0]).toMatchObject({
+      id: expect.any(String),
+      method: "password",
+      createdAt: expect.any(String),
+      lastSeenAt: expect.any(String),
+      expiresAt: expect.any(String),
+    });
     expect(JSON.stringify(sessions)).not.toMatch(/secret|idToken/i);
 
     const revoked = await call(
@@ -145,7 +162,9 @@ describe("admins: a user's sessions, sign out everywhere", () => {
 
     await updateUser(db.prisma, system, { userId: u.id, disabled: true, reason: "left the company" });
     expect(await readRecords(cookie)).toBe(401);
-    expect((await db.prisma.auditEntry.findFirstOrThrow({ where: { action: "users.update", targetId: String(u.id) }, orderBy: { id: "desc" } })).detail).toMatchObject({ sessionsEnded: 1 });
+    expect(
+      (await db.prisma.auditEntry.findFirstOrThrow({ where: { action: "users.update", targetId: String(u.id) }, orderBy: { id: "desc" } })).detail,
+    ).toMatchObject({ sessionsEnded: 1 });
     await updateUser(db.prisma, system, { userId: u.id, disabled: false, reason: "came back" });
     expect(await readRecords(cookie)).toBe(401);
   });

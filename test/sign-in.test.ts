@@ -86,7 +86,14 @@ describe("password sign-in", () => {
     const attempts = await db.prisma.signInAttempt.findMany({ where: { email: u.email } });
     expect(attempts).toMatchObject([{ ip: u.ip, succeeded: true }]);
     const entry = (await auditEntries("auth.sign_in")).find((e) => e.actorId === String(u.id))!;
-    expect(entry).toMatchObject({ outcome: "done", actorType: "user", actorLabel: u.email, ip: u.ip, userAgent: "vitest-agent/1.0", targetTable: "console_users" });
+    expect(entry).toMatchObject({
+      outcome: "done",
+      actorType: "user",
+      actorLabel: u.email,
+      ip: u.ip,
+      userAgent: "vitest-agent/1.0",
+      targetTable: "console_users",
+    });
   });
 
   it("refuses a wrong password and an unknown email alike, verifying a password either way", async () => {
@@ -181,7 +188,9 @@ describe("password sign-in", () => {
     expect(elsewhere).toEqual({ ok: false, refusal: { code: "throttled", scope: "account", waitMinutes: 5 } });
     // Throttled attempts are not counted, so knocking on does not extend the lock.
     expect(await passwordSignIn(db.prisma, { email: u.email, password: PASSWORD }, meta(u.ip), { now: at(15.1) })).toMatchObject({ ok: true });
-    const throttled = (await auditEntries("auth.sign_in_failed")).filter((e) => e.actorLabel === u.email && (e.detail as { reason: string }).reason === "throttled_account");
+    const throttled = (await auditEntries("auth.sign_in_failed")).filter(
+      (e) => e.actorLabel === u.email && (e.detail as { reason: string }).reason === "throttled_account",
+    );
     expect(throttled).toHaveLength(2);
     expect(throttled[0].detail).toMatchObject({ scope: "account", waitMinutes: 12 });
   });
@@ -263,7 +272,12 @@ describe("next-auth options", () => {
   it("puts uid, the server-side session and roles in the JWT, and ends sessions 8 hours after sign-in", async () => {
     const u = await newUser(["viewer"]);
     const jwt = authOptions({ ip: "192.0.2.50", userAgent: "Browser/3" }).callbacks!.jwt!;
-    const token = await jwt({ token: {}, user: { id: String(u.id), email: u.email, name: "A", roles: ["viewer"] } as never, account: { provider: "credentials", type: "credentials", providerAccountId: String(u.id) }, trigger: "signIn" });
+    const token = await jwt({
+      token: {},
+      user: { id: String(u.id), email: u.email, name: "A", roles: ["viewer"] } as never,
+      account: { provider: "credentials", type: "credentials", providerAccountId: String(u.id) },
+      trigger: "signIn",
+    });
     expect(token).toMatchObject({ uid: String(u.id), sub: String(u.id), roles: ["viewer"], email: u.email, sid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
     // The cookie carries the secret; the database only its hash, with where the session came from.
     const session = await db.prisma.consoleSession.findFirstOrThrow({ where: { userId: u.id } });
@@ -286,7 +300,17 @@ describe("next-auth options", () => {
 
   it("only same-origin paths are callback targets", () => {
     expect(safeCallbackPath("/admin/users?x=1#top")).toBe("/admin/users?x=1#top");
-    for (const bad of ["https://evil.test/", "//evil.test/x", "/\\evil.test", "javascript:alert(1)", "/login?callbackUrl=/", "/api/auth/signout", "", undefined, "/a\nb"]) {
+    for (const bad of [
+      "https://evil.test/",
+      "//evil.test/x",
+      "/\\evil.test",
+      "javascript:alert(1)",
+      "/login?callbackUrl=/",
+      "/api/auth/signout",
+      "",
+      undefined,
+      "/a\nb",
+    ]) {
       expect(safeCallbackPath(bad)).toBe("/");
     }
   });
@@ -308,7 +332,13 @@ describe("next-auth options", () => {
 describe("single sign-on", () => {
   const roleMap = parseRoleMap("payments-admins=admin, payments-ops=operator,support=support,payments-ops=approver");
   const sso = (subject: string, groups: string[], extra: { email?: string; emailVerified?: boolean } = {}) =>
-    ssoSignIn(db.prisma, "oidc", { subject, email: extra.email ?? `${subject}@corp.test`, emailVerified: extra.emailVerified ?? true, name: subject, groups }, roleMap, meta("192.0.2.9"));
+    ssoSignIn(
+      db.prisma,
+      "oidc",
+      { subject, email: extra.email ?? `${subject}@corp.test`, emailVerified: extra.emailVerified ?? true, name: subject, groups },
+      roleMap,
+      meta("192.0.2.9"),
+    );
 
   it("parses the role map and maps groups to roles", () => {
     expect(rolesFromGroups(["payments-ops", "unrelated"], roleMap)).toEqual(["operator", "approver"]);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatAge, formatInstant, inputToInstant, instantToInput, zoneLabel } from "@/components/time/format";
 import { provideDatabase } from "@/lib/db/client";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { queryBound } from "./helpers/sql";
 import { call, json, tokenFor } from "./helpers/records-api";
 
 /**
@@ -81,7 +82,14 @@ describe("PUT /api/v1/me/preferences", () => {
     // Only the caller's own: Bob's is untouched.
     expect(await json(await call(route.GET, "/api/v1/me/preferences", bob.token))).toEqual({ timeZone: "UTC" });
 
-    for (const bad of [{ timeZone: "Mars/Olympus" }, { timeZone: "" }, { timeZone: "Europe/Berlin; DROP" }, { timeZone: 1 }, {}, { timeZone: "UTC", extra: 1 }]) {
+    for (const bad of [
+      { timeZone: "Mars/Olympus" },
+      { timeZone: "" },
+      { timeZone: "Europe/Berlin; DROP" },
+      { timeZone: 1 },
+      {},
+      { timeZone: "UTC", extra: 1 },
+    ]) {
       const res = await put(route, alice.token, bad);
       expect(res.status, JSON.stringify(bad)).toBe(400);
       expect(res.headers.get("content-type")).toBe("application/problem+json");
@@ -90,11 +98,13 @@ describe("PUT /api/v1/me/preferences", () => {
 
     expect(await json(await put(route, alice.token, { timeZone: "utc" }))).toEqual({ timeZone: "UTC" });
     expect((await db.prisma.consoleUser.findUniqueOrThrow({ where: { id: alice.userId } })).timeZone).toBeNull();
-    expect((await call(route.PUT, "/api/v1/me/preferences", null, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(401);
+    expect((await call(route.PUT, "/api/v1/me/preferences", null, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(
+      401,
+    );
   });
 
   it("the database refuses a malformed zone written behind the API's back", async () => {
     const alice = await tokenFor(db, ["viewer"]);
-    await expect(db.sql.query(`UPDATE console_users SET time_zone = 'x y' WHERE id = $1`, [alice.userId])).rejects.toThrow(/time_zone_check/);
+    await expect(queryBound(db.sql, `UPDATE console_users SET time_zone = 'x y' WHERE id = $1`, [alice.userId])).rejects.toThrow(/time_zone_check/);
   });
 });

@@ -13,9 +13,11 @@ import { dummyVerifyPassword, hashPassword, passwordNeedsRehash, passwordPolicyE
 import { permissionsOf, type Principal, type Role } from "@/lib/auth/permissions";
 import { createApiToken, listApiTokens, revokeApiToken } from "@/lib/auth/token-admin";
 import { verifyApiToken } from "@/lib/auth/tokens";
-import { AdminLockoutError, createUser, disableUser, enableUser, listUsers, setRoles, updateUser, type SystemActor, type UserView } from "@/lib/auth/users";
+import { AdminLockoutError, createUser, disableUser, enableUser, listUsers, setRoles, type SystemActor, type UserView } from "@/lib/auth/users";
 import { openDatabase, provideDatabase } from "@/lib/db/client";
-import { createEmptyTestDatabase, createTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { byDialect } from "@/lib/db/dialect";
+import { createEmptyTestDatabase, createTestDatabase, usingDatabaseServer, type TestDatabase } from "./helpers/db";
+import { call as callRoute, type RouteParams } from "./helpers/records-api";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const SYSTEM: SystemActor = { type: "system", label: "test setup" };
@@ -40,19 +42,20 @@ afterAll(() => db?.drop());
 // ---------------------------------------------------------------------------
 // helpers
 
-type RouteParams = Record<string, string | string[]>;
-type Handler = (request: Request, routeContext: { params: Promise<RouteParams> }) => Promise<Response>;
-
 /** Next's params for an [id] route. */
 const idParams = (id: string | bigint | number) => ({ id: String(id) });
 
-/** Calls a route handler the way Next does: dynamic segments (`[id]` → { id }) arrive as a params promise. */
-async function call(handler: Handler, method: string, url: string, opts: { token?: string; body?: unknown; rawBody?: string; params?: RouteParams } = {}) {
+/** Calls a route handler (helpers/records-api call) with a request id and a JSON body, and reads the answer. */
+async function call(
+  handler: Parameters<typeof callRoute>[0],
+  method: string,
+  url: string,
+  opts: { token?: string; body?: unknown; rawBody?: string; params?: RouteParams } = {},
+) {
   const headers: Record<string, string> = { "x-request-id": `req-${Math.random().toString(36).slice(2)}`, "user-agent": "vitest" };
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   const body = opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body));
   if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await handler(new Request(`http://console.test${url}`, { method, headers, body }), { params: Promise.resolve(opts.params ?? {}) });
+  const res = await callRoute(handler, url, opts.token ?? null, { method, headers, body }, opts.params);
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, json: text ? JSON.parse(text) : null, requestId: headers["x-request-id"] };
 }
@@ -102,19 +105,33 @@ function expectProblem(r: { status: number; headers: Headers; json: { status?: n
 
 /** Makes every audit append with this reason fail: a failure *after* the change, inside its transaction. */
 async function withFailingAudit(reason: string, fn: () => Promise<void>) {
-  await db.sql.exec(`
+  await db.sql.exec(
+    byDialect(db, {
+      postgres: `
     CREATE OR REPLACE FUNCTION test_fail_audit() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       IF NEW.reason = '${reason}' THEN RAISE EXCEPTION 'forced failure after the change'; END IF;
       RETURN NEW;
     END $$;
-    CREATE TRIGGER test_fail_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION test_fail_audit();`);
+    CREATE TRIGGER test_fail_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION test_fail_audit();`,
+      mysql: `
+    CREATE TRIGGER test_fail_audit BEFORE INSERT ON audit_log FOR EACH ROW
+    BEGIN
+      IF NEW.reason = '${reason}' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'forced failure after the change'; END IF;
+    END`,
+    }),
+  );
   try {
     await fn();
   } finally {
-    await db.sql.exec(`DROP TRIGGER test_fail_audit ON audit_log; DROP FUNCTION test_fail_audit();`);
+    await db.sql.exec(
+      byDialect(db, { postgres: `DROP TRIGGER test_fail_audit ON audit_log; DROP FUNCTION test_fail_audit();`, mysql: `DROP TRIGGER test_fail_audit` }),
+    );
   }
 }
+
+/** Active admins, counted in the process: `roles: { has: … }` is PostgreSQL's list filter (a JSON array on MySQL). */
+const activeAdmins = async () => (await db.prisma.consoleUser.findMany({ where: { disabledAt: null } })).filter((u) => u.roles.includes("admin")).length;
 
 // ---------------------------------------------------------------------------
 
@@ -145,6 +162,9 @@ describe("passwords", () => {
     expect(passwordPolicyError("a".repeat(201))).toMatch(/at most 200/);
     expect(passwordPolicyError(" ".repeat(12))).toMatch(/whitespace/);
     expect(passwordPolicyError("🔑".repeat(12))).toBeNull(); // code points, not UTF-16 units
+    // Sign-in refuses NUL and lone surrogates (lib/auth/sign-in.ts), so no account may get one.
+    expect(passwordPolicyError("long-enough-secret\u0000")).toMatch(/NUL/);
+    expect(passwordPolicyError("long-enough-secret\ud800")).toMatch(/surrogate/);
     await expect(hashPassword("short-secret")).resolves.toMatch(/^scrypt\$/);
     const err = await hashPassword("tiny-secret").catch((e: Error) => e);
     expect(err).toBeInstanceOf(Error);
@@ -184,7 +204,14 @@ describe("users", () => {
     expect(r.status, r.text).toBe(201);
     expect(r.headers.get("cache-control")).toBe("no-store");
     const user = r.json.user as UserView;
-    expect(user).toMatchObject({ email: "alice.smith@example.com", name: "Alice", roles: ["viewer", "support"], disabled: false, hasPassword: true, sso: false });
+    expect(user).toMatchObject({
+      email: "alice.smith@example.com",
+      name: "Alice",
+      roles: ["viewer", "support"],
+      disabled: false,
+      hasPassword: true,
+      sso: false,
+    });
     expect(user.id).toMatch(/^\d+$/);
     expect(r.text).not.toMatch(/scrypt|passwordHash|password_hash/);
     expect(r.text).not.toContain(PASSWORD);
@@ -305,7 +332,13 @@ describe("users", () => {
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ noop: false, user: { id: u.id, roles: ["viewer", "operator"] } });
     const [entry] = await auditOf("users.update", u.id);
-    expect(entry).toMatchObject({ outcome: "done", reason: "joins on-call", before: { roles: ["viewer"] }, after: { roles: ["viewer", "operator"] }, detail: { noop: false, changes: ["roles"] } });
+    expect(entry).toMatchObject({
+      outcome: "done",
+      reason: "joins on-call",
+      before: { roles: ["viewer"] },
+      after: { roles: ["viewer", "operator"] },
+      detail: { noop: false, changes: ["roles"] },
+    });
 
     const row = await db.prisma.consoleUser.findUniqueOrThrow({ where: { id: BigInt(u.id) } });
     const again = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, {
@@ -326,14 +359,22 @@ describe("users", () => {
     const { token } = await makeToken(u, ["stats.read", "records.read"]);
     expect((await verifyApiToken(db.prisma, token)).ok).toBe(true);
 
-    const r = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, { params: idParams(u.id), token: rootToken, body: { disabled: true, reason: "left the company" } });
+    const r = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, {
+      params: idParams(u.id),
+      token: rootToken,
+      body: { disabled: true, reason: "left the company" },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ noop: false, user: { disabled: true } });
     expect(await verifyApiToken(db.prisma, token)).toEqual({ ok: false, reason: "user_disabled" });
     const refused = await call(tokensRoute.GET, "GET", "/api/v1/tokens", { token });
     expectProblem(refused, 401, /user disabled/);
 
-    const again = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, { params: idParams(u.id), token: rootToken, body: { disabled: true, reason: "double check" } });
+    const again = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${u.id}`, {
+      params: idParams(u.id),
+      token: rootToken,
+      body: { disabled: true, reason: "double check" },
+    });
     expect(again.json.noop).toBe(true);
 
     const enabled = await enableUser(db.prisma, principalOf(root), { userId: u.id, reason: "came back" });
@@ -346,14 +387,22 @@ describe("users", () => {
   });
 
   it("no self-lockout and never zero active admins — also when two admins demote each other at once", async () => {
-    const self = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { roles: ["viewer"], reason: "oops" } });
+    const self = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, {
+      params: idParams(root.id),
+      token: rootToken,
+      body: { roles: ["viewer"], reason: "oops" },
+    });
     expectProblem(self, 409, /your own admin role/);
     expect(await lastAudit()).toMatchObject({ action: "users.update", outcome: "refused", targetId: root.id, detail: { status: 409 } });
-    const selfDisable = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { disabled: true, reason: "oops" } });
+    const selfDisable = await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, {
+      params: idParams(root.id),
+      token: rootToken,
+      body: { disabled: true, reason: "oops" },
+    });
     expectProblem(selfDisable, 409, /disable yourself/);
 
     // root is the only active admin: not even the system may demote or disable it.
-    expect(await db.prisma.consoleUser.count({ where: { roles: { has: "admin" }, disabledAt: null } })).toBe(1);
+    expect(await activeAdmins()).toBe(1);
     await expect(setRoles(db.prisma, SYSTEM, { userId: root.id, roles: ["viewer"], reason: "cli" })).rejects.toThrow(/last active admin/);
     await expect(disableUser(db.prisma, SYSTEM, { userId: root.id, reason: "cli" })).rejects.toBeInstanceOf(AdminLockoutError);
 
@@ -370,7 +419,7 @@ describe("users", () => {
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     const loser = results.find((r) => r.status === "rejected") as PromiseRejectedResult;
     expect(loser.reason).toBeInstanceOf(AdminLockoutError);
-    expect(await db.prisma.consoleUser.count({ where: { roles: { has: "admin" }, disabledAt: null } })).toBe(1);
+    expect(await activeAdmins()).toBe(1);
 
     // Restore: root admin, the other one not.
     await setRoles(db.prisma, SYSTEM, { userId: root.id, roles: ["admin"], reason: "restore" });
@@ -385,12 +434,28 @@ describe("users", () => {
     expect(r.text).not.toMatch(/scrypt|passwordHash/);
     expect((await listUsers(db.prisma, SYSTEM)).length).toBe(r.json.users.length);
 
-    expectProblem(await call(userItemRoute.PATCH, "PATCH", "/api/v1/users/999999", { params: idParams("999999"), token: rootToken, body: { disabled: true, reason: "who" } }), 404, /No user/);
+    expectProblem(
+      await call(userItemRoute.PATCH, "PATCH", "/api/v1/users/999999", {
+        params: idParams("999999"),
+        token: rootToken,
+        body: { disabled: true, reason: "who" },
+      }),
+      404,
+      /No user/,
+    );
     for (const id of ["abc", "0", "-1", "%E0%A4%A", "99999999999999999999", "9223372036854775808"]) {
-      expectProblem(await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${id}`, { params: idParams(id), token: rootToken, body: { disabled: true, reason: "who" } }), 400, /id/);
+      expectProblem(
+        await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${id}`, { params: idParams(id), token: rootToken, body: { disabled: true, reason: "who" } }),
+        400,
+        /id/,
+      );
     }
     expectProblem(await call(tokensRoute.GET, "GET", "/api/v1/tokens?owner=9223372036854775808", { token: rootToken }), 400, /owner/);
-    expectProblem(await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { reason: "nothing" } }), 400, /roles and\/or disabled/);
+    expectProblem(
+      await call(userItemRoute.PATCH, "PATCH", `/api/v1/users/${root.id}`, { params: idParams(root.id), token: rootToken, body: { reason: "nothing" } }),
+      400,
+      /roles and\/or disabled/,
+    );
     for (const [handler, method, url, allow, params] of [
       [usersRoute.DELETE, "DELETE", "/api/v1/users", "GET, POST", {}],
       [userItemRoute.GET, "GET", `/api/v1/users/${root.id}`, "PATCH", idParams(root.id)],
@@ -408,7 +473,9 @@ describe("users", () => {
     expectProblem(await call(usersRoute.POST, "POST", "/api/v1/users", { token, body: { email: email("x"), roles: ["admin"], reason: "escalate" } }), 403);
     expectProblem(await call(usersRoute.GET, "GET", "/api/v1/users"), 401);
     // The library refuses on its own too (defence in depth), and audits it.
-    await expect(createUser(db.prisma, principalOf(viewer), { email: email("x"), roles: ["admin"], reason: "escalate" })).rejects.toMatchObject({ status: 403 });
+    await expect(createUser(db.prisma, principalOf(viewer), { email: email("x"), roles: ["admin"], reason: "escalate" })).rejects.toMatchObject({
+      status: 403,
+    });
     expect(await lastAudit()).toMatchObject({ action: "users.create", outcome: "refused", actorId: viewer.id });
   });
 });
@@ -425,7 +492,14 @@ describe("API tokens", () => {
     expect(r.headers.get("cache-control")).toBe("no-store");
     expect(r.json.token).toMatch(/^ic_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/);
     plaintexts.push(r.json.token);
-    expect(r.json.apiToken).toMatchObject({ name: "nightly job", userId: u.id, scopes: ["stats.read", "records.read"], status: "active", revokedAt: null, lastUsedAt: null });
+    expect(r.json.apiToken).toMatchObject({
+      name: "nightly job",
+      userId: u.id,
+      scopes: ["stats.read", "records.read"],
+      status: "active",
+      revokedAt: null,
+      lastUsedAt: null,
+    });
     expect(r.json.apiToken.prefix).toBe(`ic_${r.json.token.split("_")[1]}_…`);
     expect(r.json.apiToken).not.toHaveProperty("tokenHash");
     // The default expiry is 90 days.
@@ -445,17 +519,28 @@ describe("API tokens", () => {
     const viewer = await makeUser(["viewer"]);
     const { token } = await makeToken(viewer, ["stats.read", "records.read", "tokens.own"]);
     const before = await counts();
-    const r = await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token, body: { name: "sneaky", scopes: ["records.read", "records.resolve"], reason: "try" } });
+    const r = await call(tokensRoute.POST, "POST", "/api/v1/tokens", {
+      token,
+      body: { name: "sneaky", scopes: ["records.read", "records.resolve"], reason: "try" },
+    });
     expectProblem(r, 403, /records\.resolve/);
     expect(await counts()).toEqual({ ...before, audit: before.audit + 1 });
     expect(await lastAudit()).toMatchObject({ action: "tokens.create", outcome: "refused", actorId: viewer.id, reason: "try", detail: { status: 403 } });
 
     // A token without tokens.own cannot create tokens at all.
     const { token: narrow } = await makeToken(viewer, ["stats.read"]);
-    expectProblem(await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token: narrow, body: { name: "n", scopes: ["stats.read"], reason: "try" } }), 403, /tokens\.own/);
+    expectProblem(
+      await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token: narrow, body: { name: "n", scopes: ["stats.read"], reason: "try" } }),
+      403,
+      /tokens\.own/,
+    );
     // Scopes the token itself does not carry, even when the user has them.
     const { token: partial } = await makeToken(viewer, ["tokens.own", "stats.read"]);
-    expectProblem(await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token: partial, body: { name: "n", scopes: ["records.read"], reason: "widen" } }), 403, /records\.read/);
+    expectProblem(
+      await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token: partial, body: { name: "n", scopes: ["records.read"], reason: "widen" } }),
+      403,
+      /records\.read/,
+    );
 
     for (const body of [
       { name: "x", scopes: ["foo"], reason: "bad" },
@@ -474,14 +559,20 @@ describe("API tokens", () => {
   it("a token cannot mint a token that outlives it: the new expiry is capped at the creator's", async () => {
     const u = await makeUser(["support"]);
     const { token, apiToken: parent } = await makeToken(u, ["tokens.own", "records.read"], { days: 10 });
-    const capped = await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token, body: { name: "longer", scopes: ["records.read"], expiresInDays: 30, reason: "extend" } });
+    const capped = await call(tokensRoute.POST, "POST", "/api/v1/tokens", {
+      token,
+      body: { name: "longer", scopes: ["records.read"], expiresInDays: 30, reason: "extend" },
+    });
     expect(capped.status, capped.text).toBe(201);
     plaintexts.push(capped.json.token);
     expect(capped.json.apiToken.expiresAt).toBe(parent.expiresAt);
     expect(capped.json.notice).toMatch(/capped/);
     expect((await auditOf("tokens.create", capped.json.apiToken.id))[0].detail).toEqual({ expiryLimitedToCreatingToken: true, requestedDays: 30 });
 
-    const shorter = await call(tokensRoute.POST, "POST", "/api/v1/tokens", { token, body: { name: "shorter", scopes: ["records.read"], expiresInDays: 5, reason: "fine" } });
+    const shorter = await call(tokensRoute.POST, "POST", "/api/v1/tokens", {
+      token,
+      body: { name: "shorter", scopes: ["records.read"], expiresInDays: 5, reason: "fine" },
+    });
     expect(shorter.status, shorter.text).toBe(201);
     plaintexts.push(shorter.json.token);
     expect(Date.parse(shorter.json.apiToken.expiresAt)).toBeLessThan(Date.parse(parent.expiresAt!));
@@ -522,14 +613,26 @@ describe("API tokens", () => {
     const { token, apiToken } = await makeToken(u, ["tokens.own", "records.read"]);
     const { token: victim, apiToken: victimRow } = await makeToken(other, ["records.read"]);
 
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { params: idParams(victimRow.id), token, body: { reason: "not mine" } }), 403, /tokens\.manage/);
+    expectProblem(
+      await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { params: idParams(victimRow.id), token, body: { reason: "not mine" } }),
+      403,
+      /tokens\.manage/,
+    );
     expect(await lastAudit()).toMatchObject({ action: "tokens.revoke", outcome: "refused", targetId: victimRow.id, actorId: u.id });
     expect((await verifyApiToken(db.prisma, victim)).ok).toBe(true);
 
     expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token }), 415);
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token, body: {} }), 400, /reason/);
+    expectProblem(
+      await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token, body: {} }),
+      400,
+      /reason/,
+    );
 
-    const r = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, { params: idParams(apiToken.id), token, body: { reason: "rotating" } });
+    const r = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${apiToken.id}`, {
+      params: idParams(apiToken.id),
+      token,
+      body: { reason: "rotating" },
+    });
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ noop: false, apiToken: { id: apiToken.id, status: "revoked" } });
     expect(await verifyApiToken(db.prisma, token)).toEqual({ ok: false, reason: "revoked" });
@@ -545,10 +648,17 @@ describe("API tokens", () => {
     expect((entries[0].after as { revokedAt: string }).revokedAt).toMatch(/^\d{4}-/);
 
     // An admin (tokens.manage) revokes anyone's.
-    const byAdmin = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, { params: idParams(victimRow.id), token: rootToken, body: { reason: "leaked" } });
+    const byAdmin = await call(tokenItemRoute.DELETE, "DELETE", `/api/v1/tokens/${victimRow.id}`, {
+      params: idParams(victimRow.id),
+      token: rootToken,
+      body: { reason: "leaked" },
+    });
     expect(byAdmin.status, byAdmin.text).toBe(200);
     expect(await verifyApiToken(db.prisma, victim)).toEqual({ ok: false, reason: "revoked" });
-    expectProblem(await call(tokenItemRoute.DELETE, "DELETE", "/api/v1/tokens/999999", { params: idParams("999999"), token: rootToken, body: { reason: "none" } }), 404);
+    expectProblem(
+      await call(tokenItemRoute.DELETE, "DELETE", "/api/v1/tokens/999999", { params: idParams("999999"), token: rootToken, body: { reason: "none" } }),
+      404,
+    );
   });
 
   it("expired tokens fail with 'expired'; last_used_at is recorded on use", async () => {
@@ -593,8 +703,11 @@ describe("API tokens", () => {
 
   it("no plaintext token (nor its secret) is stored in any table; the audit chain is intact", async () => {
     expect(plaintexts.length).toBeGreaterThan(10);
-    const dump = async (table: string) =>
-      (await db.sql.query<{ j: string }>(`SELECT row_to_json(t)::text AS j FROM "${table}" t`)).map((r) => r.j).join("\n");
+    // Every row as text (MySQL: the rows as the driver reads them, JSON columns included).
+    const dump = byDialect(db, {
+      postgres: async (table: string) => (await db.sql.query<{ j: string }>(`SELECT row_to_json(t)::text AS j FROM "${table}" t`)).map((r) => r.j).join("\n"),
+      mysql: async (table: string) => (await db.sql.query(`SELECT * FROM "${table}"`)).map((r) => jsonText(r)).join("\n"),
+    });
     const everything = [await dump("api_tokens"), await dump("audit_log"), await dump("console_users")].join("\n");
     for (const t of plaintexts) {
       const secret = t.slice("ic_".length + 12 + 1); // base64url: may itself contain "_"
@@ -705,7 +818,11 @@ async function cliScenario(env: Record<string, string>, inspect: <T>(fn: (d: { p
   expectExit(dup, 1);
   expect(dup.stderr).toMatch(/ops@example\.com already exists/);
 
-  const tok = await runScript("token-create.ts", ["--email", "ops@example.com", "--name", "reconciler", "--scopes", "records.read,records.reconcile", "--days", "30"], env);
+  const tok = await runScript(
+    "token-create.ts",
+    ["--email", "ops@example.com", "--name", "reconciler", "--scopes", "records.read,records.reconcile", "--days", "30"],
+    env,
+  );
   expectExit(tok, 0);
   expect(tok.stdout).toMatch(TOKEN_LINE);
   expect(tok.stderr).toMatch(/created API token "reconciler".*for ops@example\.com[\s\S]*shown only this once/);
@@ -726,7 +843,10 @@ async function cliScenario(env: Record<string, string>, inspect: <T>(fn: (d: { p
   expect(tooWide.stderr).toMatch(/may not carry users\.manage/);
 
   await inspect(async ({ prisma }) => {
-    const users = await prisma.consoleUser.findMany({ where: { email: { in: ["cli-admin@example.com", "ops@example.com", "piped@example.com", "sso@example.com", "x@example.com"] } }, orderBy: { email: "asc" } });
+    const users = await prisma.consoleUser.findMany({
+      where: { email: { in: ["cli-admin@example.com", "ops@example.com", "piped@example.com", "sso@example.com", "x@example.com"] } },
+      orderBy: { email: "asc" },
+    });
     expect(users.map((u) => [u.email, u.roles])).toEqual([
       ["cli-admin@example.com", ["admin"]],
       ["ops@example.com", ["viewer", "operator"]],
@@ -799,26 +919,36 @@ describe("CLI scripts end to end", () => {
     }
   }, 240_000);
 
-  it.skipIf(!usingPostgres)("PostgreSQL: refuse an unmigrated database, then the same scenario on a throwaway database", async () => {
-    const empty = await createEmptyTestDatabase();
-    try {
-      const r = await runScript("user-create.ts", ["--email", "a@example.com", "--role", "admin", "--password", PASSWORD], { DATABASE_URL: empty.url });
-      expectExit(r, 1);
-      expect(r.stderr).toMatch(/not migrated: migrations are pending.*npm run db:migrate/);
-      const [t] = await empty.sql.query<{ t: string | null }>(`SELECT to_regclass('console_users')::text AS t`);
-      expect(t.t).toBeNull();
-    } finally {
-      await empty.drop();
-    }
-    const bad = await runScript("user-create.ts", ["--email", "a@example.com", "--role", "admin", "--password", PASSWORD], { DATABASE_URL: "mysql://x" });
-    expectExit(bad, 1);
-    expect(bad.stderr).toMatch(/postgres:\/\//);
+  it.skipIf(!usingDatabaseServer)(
+    "PostgreSQL and MySQL: refuse an unmigrated database, then the same scenario on a throwaway database",
+    async () => {
+      const empty = await createEmptyTestDatabase();
+      try {
+        const r = await runScript("user-create.ts", ["--email", "a@example.com", "--role", "admin", "--password", PASSWORD], { DATABASE_URL: empty.url });
+        expectExit(r, 1);
+        expect(r.stderr).toMatch(/not migrated: migrations are pending.*npm run db:migrate/);
+        const [t] = await empty.sql.query<{ t: string | null }>(
+          byDialect(empty, {
+            postgres: `SELECT to_regclass('console_users')::text AS t`,
+            mysql: `SELECT (SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'console_users') AS t`,
+          }),
+        );
+        expect(t.t).toBeNull();
+      } finally {
+        await empty.drop();
+      }
+      // A URL of no database the console speaks (mysql:// is one since issue 14).
+      const bad = await runScript("user-create.ts", ["--email", "a@example.com", "--role", "admin", "--password", PASSWORD], { DATABASE_URL: "mssql://x" });
+      expectExit(bad, 1);
+      expect(bad.stderr).toMatch(/postgres:\/\//);
 
-    const target = await createTestDatabase();
-    try {
-      await cliScenario({ DATABASE_URL: target.url! }, (fn) => fn(target));
-    } finally {
-      await target.drop();
-    }
-  }, 240_000);
+      const target = await createTestDatabase();
+      try {
+        await cliScenario({ DATABASE_URL: target.url! }, (fn) => fn(target));
+      } finally {
+        await target.drop();
+      }
+    },
+    240_000,
+  );
 });

@@ -36,7 +36,8 @@ const list = async (token: string, page?: string) => {
   expect(res.status).toBe(200);
   return (await json<{ views: SavedViewJson[] }>(res)).views;
 };
-const del = (token: string | null, id: string, init: RequestInit = {}) => call(viewRoute.DELETE, `/api/v1/views/${id}`, token, { method: "DELETE", ...init }, { id });
+const del = (token: string | null, id: string, init: RequestInit = {}) =>
+  call(viewRoute.DELETE, `/api/v1/views/${id}`, token, { method: "DELETE", ...init }, { id });
 const auditCount = () => db.prisma.auditEntry.count();
 
 describe("saved views API", () => {

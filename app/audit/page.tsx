@@ -20,8 +20,8 @@ export default async function AuditPage({ searchParams }: { searchParams: Promis
         <div>
           <h1>Audit log</h1>
           <p className="subtle">
-            Every change and every refusal, newest first. Append-only in the database and hash-chained: verify the chain to detect
-            entries altered or removed behind its back.
+            Every change and every refusal, newest first. Append-only in the database and hash-chained: verify the chain to detect entries altered or removed
+            behind its back.
           </p>
         </div>
       </div>

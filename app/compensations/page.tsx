@@ -17,8 +17,8 @@ export default async function CompensationsPage({ searchParams }: { searchParams
         <div>
           <h1>Compensations</h1>
           <p className="subtle">
-            Refunds, voids and cancels of completed charges. One person requests, a different person approves; approving executes it
-            through the provider with the compensation&apos;s own idempotency key, so a retry after a timeout never refunds twice.
+            Refunds, voids and cancels of completed charges. One person requests, a different person approves; approving executes it through the provider with
+            the compensation&apos;s own idempotency key, so a retry after a timeout never refunds twice.
           </p>
         </div>
       </div>

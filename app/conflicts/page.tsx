@@ -18,8 +18,8 @@ export default async function ConflictsPage({ searchParams }: { searchParams: Pr
         <div>
           <h1>Conflicts</h1>
           <p className="subtle">
-            Requests that reused an idempotency key with a <em>different</em> payload and were refused (422): a changed intent under an
-            old key, or a client bug. Stored (expected) and received payload hash for each.
+            Requests that reused an idempotency key with a <em>different</em> payload and were refused (422): a changed intent under an old key, or a client
+            bug. Stored (expected) and received payload hash for each.
           </p>
         </div>
         <SavedViews page="/conflicts" />

@@ -18,9 +18,8 @@ export default async function DuplicatesPage({ searchParams }: { searchParams: P
         <div>
           <h1>Duplicate charges</h1>
           <p className="subtle">
-            Was this customer charged twice? Records of the same scope and operation, under <em>different</em> idempotency keys,
-            created within a short window of each other, with the same payload hash or the same amount, currency and resource: the
-            double charges a key cannot catch.
+            Was this customer charged twice? Records of the same scope and operation, under <em>different</em> idempotency keys, created within a short window
+            of each other, with the same payload hash or the same amount, currency and resource: the double charges a key cannot catch.
           </p>
         </div>
         <SavedViews page="/duplicates" />

@@ -17,8 +17,7 @@ export default async function ExpiryPage({ searchParams }: { searchParams: Promi
         <div>
           <h1>Expiry &amp; retention</h1>
           <p className="subtle">
-            A record protects its intent until <code>expires_at</code>. Deleting too early reopens duplicates; keeping rows forever
-            costs storage and privacy.
+            A record protects its intent until <code>expires_at</code>. Deleting too early reopens duplicates; keeping rows forever costs storage and privacy.
           </p>
         </div>
         <SavedViews page="/expiry" />

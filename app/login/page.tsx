@@ -24,7 +24,8 @@ export default async function LoginPage({ searchParams }: { searchParams: Promis
       {databaseConfigFromEnv().mode === "embedded" ? (
         <p className="notice-muted login-hint" data-testid="demo-hint">
           Demo: one user per role — <code>viewer@demo.local</code>, <code>support@…</code>, <code>operator@…</code>, <code>approver@…</code>,{" "}
-          <code>admin@…</code>. Their passwords were printed by <code>npm start</code> and are in <code>{path.relative(process.cwd(), demoCredentialsPath()) || demoCredentialsPath()}</code>.
+          <code>admin@…</code>. Their passwords were printed by <code>npm start</code> and are in{" "}
+          <code>{path.relative(process.cwd(), demoCredentialsPath()) || demoCredentialsPath()}</code>.
         </p>
       ) : null}
     </div>

@@ -18,8 +18,8 @@ export default async function QueuePage({ searchParams }: { searchParams: Promis
         <div>
           <h1>Stuck &amp; pending</h1>
           <p className="subtle">
-            Records a worker left in <code>processing</code> past its operation&apos;s threshold, payments whose outcome at the provider
-            is unknown (<code>pending</code>), and open reconciliation items. Oldest first.
+            Records a worker left in <code>processing</code> past its operation&apos;s threshold, payments whose outcome at the provider is unknown (
+            <code>pending</code>), and open reconciliation items. Oldest first.
           </p>
         </div>
         <SavedViews page="/queue" />

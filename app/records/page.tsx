@@ -14,8 +14,8 @@ export default async function RecordsPage({ searchParams }: { searchParams: Prom
         <div>
           <h1>Search records</h1>
           <p className="subtle">
-            Find an idempotency record by its key, scope, provider reference, provider request id, correlation id or resource id — exact, or
-            by how it starts. Newest first.
+            Find an idempotency record by its key, scope, provider reference, provider request id, correlation id or resource id — exact, or by how it starts.
+            Newest first.
           </p>
         </div>
       </div>

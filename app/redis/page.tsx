@@ -17,8 +17,8 @@ export default async function RedisPage({ searchParams }: { searchParams: Promis
         <div>
           <h1>Redis keys</h1>
           <p className="subtle">
-            Idempotency keys services keep in Redis (<code>SET key &apos;processing&apos; NX EX ttl</code>, then the answer). A worker that dies after
-            the <code>SET NX</code> leaves a <strong>wedged</strong> key: every retry is refused until it expires. Read-only, except releasing a wedged key.
+            Idempotency keys services keep in Redis (<code>SET key &apos;processing&apos; NX EX ttl</code>, then the answer). A worker that dies after the{" "}
+            <code>SET NX</code> leaves a <strong>wedged</strong> key: every retry is refused until it expires. Read-only, except releasing a wedged key.
           </p>
         </div>
       </div>

@@ -14,8 +14,8 @@ export default async function RetentionPage() {
         <div>
           <h1>Retention</h1>
           <p className="subtle">
-            Expired records stop protecting their intent; keeping them forever costs storage and privacy. Purges delete them under the
-            policies below, in short batches, never touching unfinished, held or still-needed rows. What has expired: <a href="/expiry">Expiry</a>.
+            Expired records stop protecting their intent; keeping them forever costs storage and privacy. Purges delete them under the policies below, in short
+            batches, never touching unfinished, held or still-needed rows. What has expired: <a href="/expiry">Expiry</a>.
           </p>
         </div>
       </div>

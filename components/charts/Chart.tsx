@@ -1,24 +1,16 @@
 "use client";
 
-import {
-  Area,
-  AreaChart,
-  Bar,
-  BarChart,
-  CartesianGrid,
-  Legend,
-  Line,
-  LineChart,
-  ResponsiveContainer,
-  Tooltip,
-  XAxis,
-  YAxis,
-} from "recharts";
+import dynamic from "next/dynamic";
 
 /**
  * Recharts, wrapped once: every chart in the console is one of these kinds, with
  * the console's colours, axes, tooltip and empty state. Screens pass rows and the
  * series to draw; they never import recharts themselves.
+ *
+ * The frame (title, empty state, a box of the plot's final height) renders at once; the plot
+ * (ChartPlot.tsx, the Recharts part) is loaded in the browser only when a chart with data is
+ * first shown — after the screen's numbers — so no page's first load carries Recharts
+ * (scripts/first-load-js.mjs), and nothing moves when the plot arrives.
  */
 export type ChartKind = "line" | "area" | "bar" | "stacked-bar";
 
@@ -45,7 +37,22 @@ export interface ChartProps<Row extends Record<string, unknown>> {
 
 const PALETTE = ["#2457d6", "#1f7a3a", "#c0362c", "#b26b00", "#a3159f", "#0e7c86", "#6b4fd8", "#7a7a7a"];
 
-export function Chart<Row extends Record<string, unknown>>({ kind, rows, x, series, height = 240, title, yFormat, testId, emptyText = "No data in this range" }: ChartProps<Row>) {
+const ChartPlot = dynamic(() => import("./ChartPlot"), {
+  ssr: false,
+  loading: () => <div className="rs-skeleton-bar chart-plot-loading" role="status" aria-label="Loading chart" />,
+});
+
+export function Chart<Row extends Record<string, unknown>>({
+  kind,
+  rows,
+  x,
+  series,
+  height = 240,
+  title,
+  yFormat,
+  testId,
+  emptyText = "No data in this range",
+}: ChartProps<Row>) {
   const nothing = rows.length === 0 || series.length === 0 || rows.every((r) => series.every((s) => !Number(r[s.key] ?? 0)));
   if (nothing) {
     return (
@@ -55,43 +62,11 @@ export function Chart<Row extends Record<string, unknown>>({ kind, rows, x, seri
     );
   }
   const colored = series.map((s, i) => ({ ...s, color: s.color ?? PALETTE[i % PALETTE.length] }));
-  const axes = [
-    <CartesianGrid key="grid" strokeDasharray="3 3" stroke="var(--border)" />,
-    <XAxis key="x" dataKey={x as never} tick={{ fill: "var(--muted)", fontSize: 12 }} stroke="var(--border)" minTickGap={16} />,
-    <YAxis key="y" tick={{ fill: "var(--muted)", fontSize: 12 }} stroke="var(--border)" tickFormatter={yFormat} width={56} allowDecimals={false} />,
-    <Tooltip
-      key="tip"
-      formatter={(v) => (yFormat && typeof v === "number" ? yFormat(v) : String(v))}
-      contentStyle={{ background: "var(--panel)", border: "1px solid var(--border)", color: "var(--text)" }}
-    />,
-    colored.length > 1 ? <Legend key="legend" /> : null,
-  ];
   return (
     <figure className="chart" aria-label={title} data-testid={testId}>
-      <ResponsiveContainer width="100%" height={height}>
-        {kind === "line" ? (
-          <LineChart data={rows}>
-            {axes}
-            {colored.map((s) => (
-              <Line key={s.key} type="monotone" dataKey={s.key} name={s.label} stroke={s.color} dot={false} strokeWidth={2} isAnimationActive={false} />
-            ))}
-          </LineChart>
-        ) : kind === "area" ? (
-          <AreaChart data={rows}>
-            {axes}
-            {colored.map((s) => (
-              <Area key={s.key} type="monotone" dataKey={s.key} name={s.label} stroke={s.color} fill={s.color} fillOpacity={0.2} stackId="a" isAnimationActive={false} />
-            ))}
-          </AreaChart>
-        ) : (
-          <BarChart data={rows}>
-            {axes}
-            {colored.map((s) => (
-              <Bar key={s.key} dataKey={s.key} name={s.label} fill={s.color} stackId={kind === "stacked-bar" ? "a" : undefined} isAnimationActive={false} />
-            ))}
-          </BarChart>
-        )}
-      </ResponsiveContainer>
+      <div className="chart-plot" style={{ height }}>
+        <ChartPlot kind={kind} rows={rows} x={x} series={colored} height={height} yFormat={yFormat} />
+      </div>
       <figcaption className="subtle">{title}</figcaption>
     </figure>
   );

@@ -50,6 +50,12 @@ export async function apiFetch<T>(url: string, init: { method?: string; body?: u
   return data as T;
 }
 
+/** The TanStack Query retry policy of every screen: a refusal or bad input (4xx) will not change on a retry; anything else gets one more try. */
+export function retryUnlessClientError(failures: number, error: Error): boolean {
+  if (error instanceof ApiError && error.status >= 400 && error.status < 500) return false;
+  return failures < 1;
+}
+
 /** A fresh Idempotency-Key for one user intent (a form submission); a retry of the same intent reuses it. */
 export function newIdempotencyKey(): string {
   return crypto.randomUUID();

@@ -33,5 +33,15 @@ export const queryKeys = {
     wedged: (name: string) => ["redis", "store", name, "wedged"] as const,
     lookup: (name: string, p: Params) => ["redis", "store", name, "lookup", p] as const,
   },
+  audit: { all: ["audit"] as const, list: (p: Params) => ["audit", "list", p] as const },
+  users: { all: ["users"] as const, list: ["users", "list"] as const, sessions: (userId: string) => ["users", "sessions", userId] as const },
+  tokens: { all: ["tokens"] as const },
+  insights: {
+    all: ["insights"] as const,
+    retention: (p: Params) => ["insights", "retention", p] as const,
+    keyQuality: (p: Params) => ["insights", "key-quality", p] as const,
+    alerts: (source: "live" | "remembered") => ["insights", "alerts", source] as const,
+    story: (id: string) => ["insights", "story", id] as const,
+  },
   savedViews: { all: ["saved-views"] as const, forPage: (page: string) => ["saved-views", page] as const },
 };

@@ -33,7 +33,8 @@ const VERB: Record<Verb, { label: string; busy: string; ask: string; placeholder
 function outcomeText(verb: Verb, c: CompensationJson): string {
   const amount = formatMoney(c.amountMinor, c.currency);
   if (verb === "reject") return `Compensation #${c.id} rejected.`;
-  if (c.state === "executed") return `${verb === "approve" ? "Approved and executed" : "Executed"}: ${c.kind} of ${amount} (provider id ${c.providerCompensationId}).`;
+  if (c.state === "executed")
+    return `${verb === "approve" ? "Approved and executed" : "Executed"}: ${c.kind} of ${amount} (provider id ${c.providerCompensationId}).`;
   if (c.state === "failed") return `${verb === "approve" ? "Approved, but the" : "The"} provider call failed: ${c.lastError ?? "no detail"}`;
   return `Compensation #${c.id} is ${c.state}.`;
 }

@@ -1,5 +1,7 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { RecordSummary } from "@/lib/records/row";
 import { useQueryClient } from "@tanstack/react-query";
 import { useTouched } from "@/components/client/use-touched";
 import Link from "next/link";
@@ -10,13 +12,8 @@ import { formatMoney } from "@/components/records/ui";
 import { useIntentKey } from "@/components/client/intent-key";
 import type { CompensationJson } from "./shared";
 
-export interface CompensableRecord {
-  id: string;
-  amountMinor: string | null;
-  currency: string | null;
-  provider: string | null;
-  providerReference: string | null;
-}
+/** What the form needs of a record, as the read API returns it (the server's type). */
+export type CompensableRecord = Pick<Jsonified<RecordSummary>, "id" | "amountMinor" | "currency" | "provider" | "providerReference">;
 
 const KINDS = [
   { value: "refund", label: "Refund", hint: "give the money back (all or part)" },
@@ -88,9 +85,8 @@ export function CompensationRequestForm({
   if (done) {
     return (
       <div className="notice ok" role="status" data-testid="compensation-requested" data-id={done.id}>
-        Compensation #{done.id} requested: a {done.kind} of {formatMoney(done.amountMinor, done.currency)}. It now waits for approval by someone
-        else (four eyes). <Link href="/compensations">Open the approval queue</Link> ·{" "}
-        <Link href={`/records/${record.id}`}>record #{record.id}</Link>
+        Compensation #{done.id} requested: a {done.kind} of {formatMoney(done.amountMinor, done.currency)}. It now waits for approval by someone else (four
+        eyes). <Link href="/compensations">Open the approval queue</Link> · <Link href={`/records/${record.id}`}>record #{record.id}</Link>
       </div>
     );
   }

@@ -2,10 +2,10 @@
 
 import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { ActionNotice, type ActionMessage } from "@/components/client/use-action";
-import { EmptyState, ErrorState, fmtInt, retryServerErrors, SkeletonRows, Tabs, toQuery, useUrlFilters } from "@/components/queue/read-ui";
+import { EmptyState, ErrorState, fmtInt, SkeletonRows, Tabs, toQuery, useUrlFilters } from "@/components/queue/read-ui";
 import { whoCan } from "@/lib/auth/permissions";
 import { CompensationsTable } from "./CompensationsTable";
 import type { CompensationPage } from "./shared";
@@ -44,7 +44,7 @@ export function CompensationsScreen({ canApprove, canRequest }: { canApprove: bo
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.nextCursor,
     placeholderData: keepPreviousData,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   const items = useMemo(() => query.data?.pages.flatMap((p) => p.items) ?? [], [query.data]);
   // The last action's outcome, kept here: its row may leave this tab when the list refetches.
@@ -95,7 +95,10 @@ export function CompensationsScreen({ canApprove, canRequest }: { canApprove: bo
           <EmptyState title={EMPTY[tab]} testId="compensations-empty" />
         ) : (
           <>
-            <CompensationsTable items={items} onChanged={({ compensation, message }) => setLast({ ...message, text: `#${compensation.id}: ${message.text}` })} />
+            <CompensationsTable
+              items={items}
+              onChanged={({ compensation, message }) => setLast({ ...message, text: `#${compensation.id}: ${message.text}` })}
+            />
             {query.hasNextPage ? (
               <p className="list-more">
                 <button type="button" data-testid="load-more" disabled={query.isFetchingNextPage} onClick={() => void query.fetchNextPage()}>

@@ -113,7 +113,10 @@ export function CompensationsTable({
                 )}
                 {c.providerCompensationId ? (
                   <div className="comp-sub">
-                    provider id <span className="mono" data-testid="provider-compensation-id">{c.providerCompensationId}</span>
+                    provider id{" "}
+                    <span className="mono" data-testid="provider-compensation-id">
+                      {c.providerCompensationId}
+                    </span>
                   </div>
                 ) : null}
                 {c.lastError ? (

@@ -1,21 +1,17 @@
 "use client";
 
-import type { Jsonified } from "@/lib/api/json";
-import type { RecordSummary } from "@/lib/records/row";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { ErrorState, SkeletonRows } from "@/components/queue/read-ui";
-import { formatMoney, retryUnlessClientError, StatusBadge } from "@/components/records/ui";
+import type { RecordDetailJson } from "@/components/records/detail/shared";
+import { formatMoney, StatusBadge } from "@/components/records/ui";
 import { CompensationRequestForm } from "./CompensationRequestForm";
-import { remainingMinor, type CompensationJson } from "./shared";
+import { remainingMinor } from "./shared";
 
-type RecordJson = Jsonified<RecordSummary>;
-interface DetailJson {
-  record: RecordJson;
-  compensations: Pick<CompensationJson, "id" | "state" | "amountMinor" | "claimsAmount">[];
-}
+/** What the form needs of GET /api/v1/records/{id} (the server's type). */
+type DetailJson = Pick<RecordDetailJson, "record" | "compensations">;
 
 /**
  * /compensations/new?recordId=…&relatedRecordId=…&reason=…: the request form for one
@@ -52,8 +48,8 @@ export function NewCompensation({ recordId, relatedRecordId, reason }: { recordI
         <p className="subtle mono">{r.idempotencyKey}</p>
         {relatedRecordId ? (
           <p data-testid="compensation-related">
-            Suspected duplicate of <Link href={`/records/${relatedRecordId}`}>record #{relatedRecordId}</Link>: this (later) record&apos;s charge is the one
-            to give back.
+            Suspected duplicate of <Link href={`/records/${relatedRecordId}`}>record #{relatedRecordId}</Link>: this (later) record&apos;s charge is the one to
+            give back.
           </p>
         ) : null}
         {detail.data.compensations.length ? (

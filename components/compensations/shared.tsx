@@ -1,18 +1,14 @@
 "use client";
 
 import type { Jsonified } from "@/lib/api/json";
+import type { listCompensationViews } from "@/lib/compensations/actions";
 import type { CompensationView } from "@/lib/compensations/model";
 
 /** A compensation as the API returns it (bigints and dates as strings), with what the viewer may do. */
 export type CompensationJson = Jsonified<CompensationView>;
 
-export interface CompensationPage {
-  items: CompensationJson[];
-  nextCursor: string | null;
-  limit: number;
-  /** Compensations per state, for the tabs. */
-  counts?: Partial<Record<CompensationJson["state"], number>>;
-}
+/** GET /api/v1/compensations as the browser receives it (the server's type): a page, and the count per state for the tabs. */
+export type CompensationPage = Jsonified<Awaited<ReturnType<typeof listCompensationViews>>>;
 
 export const STATE_LABEL: Record<CompensationJson["state"], string> = {
   requested: "waiting for approval",
@@ -43,4 +39,3 @@ export function remainingMinor(amountMinor: string | null, compensations: Pick<C
   const left = BigInt(amountMinor) - claimed;
   return left > 0n ? left : 0n;
 }
-

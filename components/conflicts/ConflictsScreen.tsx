@@ -1,9 +1,11 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { ConflictStats } from "@/lib/stats/conflicts";
 import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
-import { useMemo, useState, type FormEvent } from "react";
+import { useMemo } from "react";
 import { Chart } from "@/components/charts/Chart";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import {
   EmptyState,
@@ -17,7 +19,6 @@ import {
   RangePicker,
   When,
   resolveRange,
-  retryServerErrors,
   SkeletonBlock,
   SkeletonRows,
   Stat,
@@ -30,30 +31,8 @@ import {
 import { bucketLabeller } from "@/components/time/format";
 import { ScrollBox } from "@/components/ScrollBox";
 
-/** GET /api/v1/conflicts as JSON. */
-interface ConflictsResponse {
-  from: string;
-  to: string;
-  bucket: "hour" | "day";
-  total: number;
-  groups: { operation: string; scope: string; conflicts: number; keys: number; firstAt: string; lastAt: string }[];
-  rates: { operation: string; conflicts: number; requests: number; rate: number | null }[];
-  trend: { bucket: string; counts: Record<string, number>; total: number }[];
-  events: {
-    items: {
-      id: string;
-      occurredAt: string;
-      operation: string;
-      scope: string;
-      idempotencyKey: string;
-      recordId: string | null;
-      expectedPayloadHash: string | null;
-      receivedPayloadHash: string | null;
-    }[];
-    nextCursor: string | null;
-    limit: number;
-  };
-}
+/** GET /api/v1/conflicts as the browser receives it (the server's type; dates as strings). */
+type ConflictsResponse = Jsonified<ConflictStats>;
 
 const FILTER_KEYS = ["range", "from", "to", "bucket", "operation", "scope", "limit"] as const;
 const RANGES = ["24h", "7d", "30d", "90d"];
@@ -105,10 +84,9 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
       );
     },
     initialPageParam: null as PageParam,
-    getNextPageParam: (last): PageParam | undefined =>
-      last.events.nextCursor ? { cursor: last.events.nextCursor, from: last.from, to: last.to } : undefined,
+    getNextPageParam: (last): PageParam | undefined => (last.events.nextCursor ? { cursor: last.events.nextCursor, from: last.from, to: last.to } : undefined),
     placeholderData: keepPreviousData,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   const first = query.data?.pages[0];
   const events = useMemo(() => query.data?.pages.flatMap((p) => p.events.items) ?? [], [query.data]);
@@ -117,7 +95,9 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
 
   const operations = useMemo(() => {
     if (!first) return [];
-    return [...new Set([...first.rates.map((r) => r.operation), ...first.groups.map((g) => g.operation), ...first.trend.flatMap((t) => Object.keys(t.counts))])].sort();
+    return [
+      ...new Set([...first.rates.map((r) => r.operation), ...first.groups.map((g) => g.operation), ...first.trend.flatMap((t) => Object.keys(t.counts))]),
+    ].sort();
   }, [first]);
   const chartOps = useMemo(() => (first ? operations.filter((op) => first.trend.some((t) => (t.counts[op] ?? 0) > 0)) : []), [first, operations]);
   const chartRows = useMemo(
@@ -136,9 +116,7 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
     const conflicts = first.rates.reduce((s, r) => s + r.conflicts, 0);
     return { requests, rate: requests ? conflicts / requests : null, keys: first.groups.reduce((s, g) => s + g.keys, 0) };
   }, [first]);
-  const exportQuery = first
-    ? toQuery({ from: first.from, to: first.to, bucket: params.bucket, operation: params.operation, scope: params.scope })
-    : "";
+  const exportQuery = first ? toQuery({ from: first.from, to: first.to, bucket: params.bucket, operation: params.operation, scope: params.scope }) : "";
 
   return (
     <div className="rs-screen" data-testid="conflicts-screen">
@@ -160,7 +138,15 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
             <option value="day">day</option>
           </select>
         </label>
-        <OperationScopeFilters key={`${f.operation}|${f.scope}`} operation={f.operation} scope={f.scope} operations={operations} listId="conflict-operations" scopeLabel="Scope (client)" onApply={(p) => setFilters(p)} />
+        <OperationScopeFilters
+          key={`${f.operation}|${f.scope}`}
+          operation={f.operation}
+          scope={f.scope}
+          operations={operations}
+          listId="conflict-operations"
+          scopeLabel="Scope (client)"
+          onApply={(p) => setFilters(p)}
+        />
         <div className="rs-filter-actions">
           <ExportLink list="conflicts" query={exportQuery} canExport={canExport && Boolean(first)} />
         </div>
@@ -181,7 +167,11 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
       ) : (
         <>
           <section className="cards" aria-label="Conflicts in this range">
-            <Stat label="Conflicts" value={<span data-testid="conflicts-total">{fmtInt(first.total)}</span>} hint="requests refused: key reused, payload changed" />
+            <Stat
+              label="Conflicts"
+              value={<span data-testid="conflicts-total">{fmtInt(first.total)}</span>}
+              hint="requests refused: key reused, payload changed"
+            />
             <Stat label="Keys reused" value={fmtInt(totals.keys)} hint="distinct keys per operation and scope" />
             <Stat label="Conflict rate" value={fmtPercent(totals.rate)} hint={`of ${fmtInt(totals.requests)} requests`} />
             <Stat label="Operation · scope pairs" value={fmtInt(first.groups.length)} />
@@ -357,8 +347,8 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
             )}
             <div className="rs-more">
               <span className="subtle">
-                {fmtInt(events.length)} of {fmtInt(first.total)} shown ·{" "}
-                <When iso={first.from} age={false} seconds={false} /> – <When iso={first.to} age={false} seconds={false} />
+                {fmtInt(events.length)} of {fmtInt(first.total)} shown · <When iso={first.from} age={false} seconds={false} /> –{" "}
+                <When iso={first.to} age={false} seconds={false} />
               </span>
               {query.hasNextPage ? (
                 <button type="button" data-testid="load-more" disabled={query.isFetchingNextPage} onClick={() => void query.fetchNextPage()}>
@@ -376,4 +366,3 @@ export function ConflictsScreen({ canExport }: { canExport: boolean }) {
     </div>
   );
 }
-

@@ -1,12 +1,13 @@
 "use client";
 
 import type { Jsonified } from "@/lib/api/json";
-import type { RecordSummary } from "@/lib/records/row";
+import type { DuplicatesResult } from "@/lib/records/duplicates";
+import type { DuplicateBasis as Basis } from "@/lib/records/vocabulary";
 import { whoCan } from "@/lib/auth/permissions";
 import { compensability } from "@/lib/compensations/compensable";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import {
   EmptyState,
@@ -20,44 +21,17 @@ import {
   RangePicker,
   When,
   resolveRange,
-  retryServerErrors,
   SkeletonRows,
   toQuery,
   useNow,
   useUrlFilters,
 } from "@/components/queue/read-ui";
 
-/** A record as the read API returns it (bigints and dates as strings). */
-type RecordJson = Jsonified<RecordSummary>;
-
-type Basis = "payload_hash" | "amount_resource";
-
-interface ClusterJson {
-  scope: string;
-  operation: string;
-  basis: Basis[];
-  payloadHash: string | null;
-  amountMinor: string | null;
-  currency: string | null;
-  firstAt: string;
-  lastAt: string;
-  spanSeconds: number;
-  completed: number;
-  providerReferences: string[];
-  records: RecordJson[];
-  pairs: { first: string; second: string; basis: Basis[]; secondsApart: number }[];
-}
-
-interface DuplicatesResponse {
-  from: string;
-  to: string;
-  /** Every record still held was searched (no range asked for). */
-  lifetime: boolean;
-  windowSeconds: number;
-  bases: Basis[];
-  clusters: ClusterJson[];
-  truncated: boolean;
-}
+/** GET /api/v1/duplicates as the browser receives it (the server's type; bigints and dates as strings). */
+type DuplicatesResponse = Jsonified<DuplicatesResult>;
+type ClusterJson = DuplicatesResponse["clusters"][number];
+/** A record as the read API returns it. */
+type RecordJson = ClusterJson["records"][number];
 
 const FILTER_KEYS = ["range", "from", "to", "window", "scope", "operation", "basis"] as const;
 // The question is asked about a customer, not a week: by default every record still held.
@@ -100,7 +74,7 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
       );
     },
     placeholderData: keepPreviousData,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   const data = query.data;
   const exportQuery = data
@@ -119,13 +93,7 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
   return (
     <div className="rs-screen" data-testid="duplicates-screen">
       <div className="rs-filters" role="group" aria-label="Duplicate filters">
-        <RangePicker
-          key={`${f.range}|${f.from}|${f.to}`}
-          values={f}
-          presets={RANGES}
-          fallback={DEFAULT_RANGE}
-          onChange={(patch) => setFilters(patch)}
-        />
+        <RangePicker key={`${f.range}|${f.from}|${f.to}`} values={f} presets={RANGES} fallback={DEFAULT_RANGE} onChange={(patch) => setFilters(patch)} />
         <label>
           Window
           <select
@@ -163,9 +131,22 @@ export function DuplicatesScreen({ canExport, canRequestCompensation = false }: 
         <>
           <p className="subtle" data-testid="duplicates-summary" aria-live="polite">
             {fmtInt(data.clusters.length)} suspected double charge{data.clusters.length === 1 ? "" : "s"} ({fmtInt(pairCount)} pair
-            {pairCount === 1 ? "" : "s"}): records of the same {params.scope ? <>scope <code>{params.scope}</code> and </> : "scope and "}
-            operation{params.operation ? <> (<code>{params.operation}</code>)</> : null} under different idempotency keys, created within{" "}
-            {fmtDuration(data.windowSeconds)} of each other. Searched{" "}
+            {pairCount === 1 ? "" : "s"}): records of the same{" "}
+            {params.scope ? (
+              <>
+                scope <code>{params.scope}</code> and{" "}
+              </>
+            ) : (
+              "scope and "
+            )}
+            operation
+            {params.operation ? (
+              <>
+                {" "}
+                (<code>{params.operation}</code>)
+              </>
+            ) : null}{" "}
+            under different idempotency keys, created within {fmtDuration(data.windowSeconds)} of each other. Searched{" "}
             <span data-testid="duplicates-range">
               {data.lifetime ? "every record still held, " : null}created <When iso={data.from} age={false} /> to <When iso={data.to} age={false} />
             </span>
@@ -287,7 +268,15 @@ const FIELDS: { label: string; value: (r: RecordJson, now: number) => ReactNode;
   { label: "Provider request id", value: (r) => <Mono value={r.providerRequestId} max={40} />, compare: (r) => r.providerRequestId },
   {
     label: "Resource",
-    value: (r) => (r.resourceId ? <>{r.resourceType ? `${r.resourceType} ` : ""}<Mono value={r.resourceId} max={32} /></> : "—"),
+    value: (r) =>
+      r.resourceId ? (
+        <>
+          {r.resourceType ? `${r.resourceType} ` : ""}
+          <Mono value={r.resourceId} max={32} />
+        </>
+      ) : (
+        "—"
+      ),
     compare: (r) => `${r.resourceType} ${r.resourceId}`,
   },
   { label: "Payload hash", value: (r) => <Mono value={r.payloadHash} max={20} />, compare: (r) => r.payloadHash },
@@ -308,7 +297,10 @@ function handOver(a: RecordJson, b: RecordJson, basis: Basis[], secondsApart: nu
     `Duplicate of record #${a.id} (${basis.map((x) => BASIS_LABEL[x]).join(", ")}, created ${fmtDuration(secondsApart)} later under a different ` +
     `idempotency key ${b.idempotencyKey}): refund the second charge ${b.providerReference}.`;
   const q = new URLSearchParams({ recordId: b.id, relatedRecordId: a.id, reason });
-  return { href: `/compensations/new?${q}`, why: `Opens the compensation request for record #${b.id} (${fmtMoney(b.amountMinor, b.currency)}), the later of the two.` };
+  return {
+    href: `/compensations/new?${q}`,
+    why: `Opens the compensation request for record #${b.id} (${fmtMoney(b.amountMinor, b.currency)}), the later of the two.`,
+  };
 }
 
 function Pair({

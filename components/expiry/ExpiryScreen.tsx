@@ -1,9 +1,11 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { ExpiryStats } from "@/lib/stats/expiry";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useMemo, useState, type FormEvent } from "react";
+import { useMemo } from "react";
 import { Chart } from "@/components/charts/Chart";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import {
   EmptyState,
@@ -11,7 +13,6 @@ import {
   fmtInt,
   onRowKeyDown,
   When,
-  retryServerErrors,
   SkeletonBlock,
   SkeletonRows,
   Stat,
@@ -26,27 +27,8 @@ import { bucketLabeller, formatInstant } from "@/components/time/format";
 import { useTimeZone } from "@/components/time/When";
 import { ScrollBox } from "@/components/ScrollBox";
 
-/** GET /api/v1/expiry as JSON. */
-interface ExpiryResponse {
-  asOf: string;
-  next24h: { start: string; end: string; count: number }[];
-  next30d: { start: string; end: string; count: number }[];
-  expiringNext24h: number;
-  expiringNext30d: number;
-  expired: {
-    total: number;
-    purgeable: number;
-    groups: {
-      operation: string;
-      status: string;
-      count: number;
-      legalHold: number;
-      openReconciliation: number;
-      purgeable: number;
-      oldestExpiresAt: string;
-    }[];
-  };
-}
+/** GET /api/v1/expiry as the browser receives it (the server's type; dates as strings). */
+type ExpiryResponse = Jsonified<ExpiryStats>;
 
 const FILTER_KEYS = ["operation", "scope", "span"] as const;
 const hourLabel = bucketLabeller(3600, 86_400_000);
@@ -63,7 +45,7 @@ export function ExpiryScreen() {
     queryKey: queryKeys.expiry.stats(params),
     queryFn: () => apiFetch<ExpiryResponse>(`/api/v1/expiry?${toQuery(params)}`),
     placeholderData: keepPreviousData,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   const data = query.data;
   const expiredRows = useRovingRows(data?.expired.groups.length ?? 0);
@@ -92,7 +74,14 @@ export function ExpiryScreen() {
   return (
     <div className="rs-screen" data-testid="expiry-screen">
       <div className="rs-filters" role="group" aria-label="Expiry filters">
-        <OperationScopeFilters key={`${f.operation}|${f.scope}`} operation={f.operation} scope={f.scope} operations={operations} listId="expiry-operations" onApply={(p) => setFilters(p)} />
+        <OperationScopeFilters
+          key={`${f.operation}|${f.scope}`}
+          operation={f.operation}
+          scope={f.scope}
+          operations={operations}
+          listId="expiry-operations"
+          onApply={(p) => setFilters(p)}
+        />
         <div className="rs-filter-actions">
           <button type="button" onClick={() => void query.refetch()} disabled={query.isFetching}>
             {query.isFetching ? "Refreshing…" : "Refresh"}
@@ -241,11 +230,10 @@ export function ExpiryScreen() {
               What a retention purge would remove <span className="rs-badge">read-only preview</span>
             </h2>
             <p className="subtle">
-              Under the current retention policies, a purge removes <code>completed</code> and <code>failed</code> records past their
-              policy&apos;s window (days after <code>expires_at</code>) without a legal hold on the record or its scope, an open
-              reconciliation item, a compensation in progress or an unsent outbox message; it never touches <code>processing</code> or{" "}
-              <code>pending</code> ones, and with no policy it removes nothing. Nothing is removed from this page: policies, the dry
-              run and purge runs are on <a href="/retention">Retention</a>. As of <When iso={data.asOf} now={now} />:
+              Under the current retention policies, a purge removes <code>completed</code> and <code>failed</code> records past their policy&apos;s window (days
+              after <code>expires_at</code>) without a legal hold on the record or its scope, an open reconciliation item, a compensation in progress or an
+              unsent outbox message; it never touches <code>processing</code> or <code>pending</code> ones, and with no policy it removes nothing. Nothing is
+              removed from this page: policies, the dry run and purge runs are on <a href="/retention">Retention</a>. As of <When iso={data.asOf} now={now} />:
             </p>
             {byOperation.length === 0 ? (
               <EmptyState title="Nothing to purge." />
@@ -283,4 +271,3 @@ export function ExpiryScreen() {
     </div>
   );
 }
-

@@ -17,15 +17,33 @@ export function OperationTable({ data }: { data: OverviewJson }) {
         <thead>
           <tr>
             <th scope="col">Operation</th>
-            <th scope="col" className="num">Requests</th>
-            <th scope="col" className="num">Replays</th>
-            <th scope="col" className="num">Replay rate</th>
-            <th scope="col" className="num">Conflicts</th>
-            <th scope="col" className="num">Conflict rate</th>
-            <th scope="col" className="num" title="processing for longer than the operation's stuck threshold">Stuck</th>
-            <th scope="col" className="num">Pending</th>
-            <th scope="col" className="num">Oldest pending</th>
-            <th scope="col" className="num">Expired, not purged</th>
+            <th scope="col" className="num">
+              Requests
+            </th>
+            <th scope="col" className="num">
+              Replays
+            </th>
+            <th scope="col" className="num">
+              Replay rate
+            </th>
+            <th scope="col" className="num">
+              Conflicts
+            </th>
+            <th scope="col" className="num">
+              Conflict rate
+            </th>
+            <th scope="col" className="num" title="processing for longer than the operation's stuck threshold">
+              Stuck
+            </th>
+            <th scope="col" className="num">
+              Pending
+            </th>
+            <th scope="col" className="num">
+              Oldest pending
+            </th>
+            <th scope="col" className="num">
+              Expired, not purged
+            </th>
           </tr>
         </thead>
         <tbody>
@@ -37,11 +55,17 @@ export function OperationTable({ data }: { data: OverviewJson }) {
                 <th scope="row">
                   <code>{op}</code>
                 </th>
-                <td className="num" data-col="requests">{fmtInt(e?.requests ?? 0)}</td>
+                <td className="num" data-col="requests">
+                  {fmtInt(e?.requests ?? 0)}
+                </td>
                 <td className="num">{fmtInt(e?.replays ?? 0)}</td>
-                <td className="num" data-col="replay-rate">{fmtPercent(e?.replayRate ?? null)}</td>
+                <td className="num" data-col="replay-rate">
+                  {fmtPercent(e?.replayRate ?? null)}
+                </td>
                 <td className="num">{fmtInt(e?.conflicts ?? 0)}</td>
-                <td className="num" data-col="conflict-rate">{fmtPercent(e?.conflictRate ?? null)}</td>
+                <td className="num" data-col="conflict-rate">
+                  {fmtPercent(e?.conflictRate ?? null)}
+                </td>
                 <td className="num" title={s ? `threshold ${fmtDuration(s.stuckThresholdSeconds)}` : undefined}>
                   {fmtInt(s?.stuck ?? 0)}
                 </td>

@@ -85,12 +85,7 @@ export function OverviewCards({ data, now }: { data: OverviewJson; now: number }
           }
         />
         <Card label="Expiring in 24 h" value={fmtInt(data.expiry.expiringNext24h)} testId="count-expiring-24h" hint="keys that stop protecting their intent" />
-        <Card
-          label="Expired, not purged"
-          value={fmtInt(data.expiry.expiredNotPurged)}
-          testId="count-expired-not-purged"
-          hint="awaiting a retention purge"
-        />
+        <Card label="Expired, not purged" value={fmtInt(data.expiry.expiredNotPurged)} testId="count-expired-not-purged" hint="awaiting a retention purge" />
       </section>
     </>
   );

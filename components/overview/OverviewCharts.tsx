@@ -30,9 +30,7 @@ export function OverviewCharts({ data }: { data: OverviewJson }) {
   const label = bucketLabel(data);
   const per = STEP_NAMES[data.series.step.name] ?? `per ${data.series.step.name}`;
 
-  const transitions = data.series.transitions.some((b) => b.total > 0)
-    ? data.series.transitions.map((b) => ({ x: label(b.start), ...b.counts }))
-    : [];
+  const transitions = data.series.transitions.some((b) => b.total > 0) ? data.series.transitions.map((b) => ({ x: label(b.start), ...b.counts })) : [];
   const present = KINDS.filter((k) => data.series.transitions.some((b) => (b.counts as Record<string, number>)[k.key] > 0));
 
   const ops = data.events.byOperation.filter((o) => o.requests > 0).map((o) => o.operation);

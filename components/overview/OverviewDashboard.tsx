@@ -67,6 +67,7 @@ export function OverviewDashboard({ subtitle }: { subtitle: string }) {
         </div>
         <RefreshControl
           asOf={data?.asOf ?? null}
+          replica={data?.replica}
           ms={refreshMs}
           onMsChange={setRefreshMs}
           onRefresh={() => void query.refetch()}
@@ -114,7 +115,10 @@ export function OverviewDashboard({ subtitle }: { subtitle: string }) {
           <StatusCards data={data} />
           <WriterDepartures data={data} now={now} />
           {data.records.total === 0 && data.events.total.requests === 0 ? (
-            <EmptyState title={data.filters.operation || data.filters.scope ? "Nothing matches these filters" : "No idempotency records yet"} testId="overview-empty">
+            <EmptyState
+              title={data.filters.operation || data.filters.scope ? "Nothing matches these filters" : "No idempotency records yet"}
+              testId="overview-empty"
+            >
               {data.filters.operation || data.filters.scope
                 ? "No records and no requests for this operation and scope. Try another filter, or reset the view."
                 : "Once services write idempotency_records and idempotency_events (see the README's writer contract), their numbers appear here."}

@@ -1,12 +1,13 @@
 "use client";
 
 import { useEffect, useState } from "react";
-import { When, useNow } from "@/components/queue/read-ui";
+import { fmtDuration, When, useNow } from "@/components/queue/read-ui";
 
 /**
  * The overview's one refresh control: how often the data is re-fetched — off included,
  * remembered per browser under the same key — "Refresh now", and when the data shown
- * was read ("Data as of …", absolute and its age).
+ * was read ("Data as of …", absolute and its age; off a replica, the moment its data is current
+ * to, and how far it is behind the primary).
  */
 const CHOICES = [
   { label: "Off", ms: 0 },
@@ -34,12 +35,15 @@ export function useRefreshInterval(): [number, (ms: number) => void] {
 
 export function RefreshControl({
   asOf,
+  replica,
   ms,
   onMsChange,
   onRefresh,
   refreshing,
 }: {
   asOf: string | null;
+  /** The read side's lag (null: the data comes from the primary). */
+  replica?: { lagSeconds: number | null } | null;
   ms: number;
   onMsChange: (ms: number) => void;
   onRefresh: () => void;
@@ -52,6 +56,13 @@ export function RefreshControl({
         {asOf ? (
           <>
             Data as of <When iso={asOf} now={Math.max(now, Date.parse(asOf))} />
+            {replica ? (
+              <span data-testid="replica-lag">
+                {" "}
+                · read replica{" "}
+                {replica.lagSeconds === null ? "(lag unknown)" : replica.lagSeconds < 1 ? "up to date" : `${fmtDuration(replica.lagSeconds)} behind`}
+              </span>
+            ) : null}
           </>
         ) : (
           "Loading…"

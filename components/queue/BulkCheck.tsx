@@ -1,5 +1,7 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { BulkResult } from "@/lib/reconcile/bulk";
 import { useMutation } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
@@ -16,18 +18,8 @@ import { ScrollBox } from "@/components/ScrollBox";
  * reused if the answer was lost and the same submission is retried.
  */
 
-interface Outcome {
-  recordId: string;
-  ok: boolean;
-  outcome: { action: string; message: string; record: { status: string; version: number } | null } | null;
-  error: { status: number; title: string; detail: string; cause?: string } | null;
-}
-
-interface BulkAnswer {
-  count: number;
-  outcomes: Outcome[];
-  summary: Record<string, number>;
-}
+/** POST /api/v1/reconcile as the browser receives it (the server's type): one outcome per record. */
+type BulkAnswer = Jsonified<BulkResult>;
 
 export function BulkCheck({ selectedIds, canReconcile, onDone }: { selectedIds: string[]; canReconcile: boolean; onDone: () => void }) {
   const dialog = useRef<HTMLDialogElement>(null);
@@ -81,7 +73,12 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
   const [key, setKey] = useState(newIdempotencyKey);
   const [answer, setAnswer] = useState<BulkAnswer | null>(null);
   const run = useMutation({
-    mutationFn: () => apiFetch<BulkAnswer>("/api/v1/reconcile", { method: "POST", idempotencyKey: key, body: { recordIds: ids, confirm: typed.trim(), reason: reason.trim() } }),
+    mutationFn: () =>
+      apiFetch<BulkAnswer>("/api/v1/reconcile", {
+        method: "POST",
+        idempotencyKey: key,
+        body: { recordIds: ids, confirm: typed.trim(), reason: reason.trim() },
+      }),
     onSuccess: (a) => {
       setKey(newIdempotencyKey());
       setAnswer(a);
@@ -107,7 +104,9 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
 
   return (
     <div className="bulk-body">
-      <h2 id="bulk-title">Check {ids.length.toLocaleString("en")} record{ids.length === 1 ? "" : "s"} with the provider</h2>
+      <h2 id="bulk-title">
+        Check {ids.length.toLocaleString("en")} record{ids.length === 1 ? "" : "s"} with the provider
+      </h2>
       {answer ? (
         <>
           <p className="notice ok" role="status" data-testid="bulk-summary">
@@ -154,12 +153,21 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
       ) : (
         <form onSubmit={submit} className="resolve-form" aria-label="Confirm the bulk check">
           <p>
-            Each record&apos;s provider is asked what became of its request; records it answers for are completed or failed, the others get their next
-            check scheduled. Every check is audited with your reason.
+            Each record&apos;s provider is asked what became of its request; records it answers for are completed or failed, the others get their next check
+            scheduled. Every check is audited with your reason.
           </p>
           <label>
             Reason
-            <input type="text" data-testid="bulk-reason" value={reason} onChange={(e) => edit(setReason)(e.target.value)} minLength={3} maxLength={2000} required autoFocus />
+            <input
+              type="text"
+              data-testid="bulk-reason"
+              value={reason}
+              onChange={(e) => edit(setReason)(e.target.value)}
+              minLength={3}
+              maxLength={2000}
+              required
+              autoFocus
+            />
           </label>
           <label>
             <span>
@@ -181,7 +189,12 @@ function BulkForm({ ids, onClose, onDone }: { ids: string[]; onClose: () => void
             </p>
           ) : null}
           <div className="bulk-buttons">
-            <button type="submit" className="primary" data-testid="bulk-confirm-submit" disabled={run.isPending || typed.trim() !== expected || reason.trim().length < 3}>
+            <button
+              type="submit"
+              className="primary"
+              data-testid="bulk-confirm-submit"
+              disabled={run.isPending || typed.trim() !== expected || reason.trim().length < 3}
+            >
               {run.isPending ? "Checking…" : "Check with provider"}
             </button>
             <button type="button" onClick={onClose} disabled={run.isPending}>

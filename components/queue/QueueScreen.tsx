@@ -1,8 +1,11 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { describeThresholds } from "@/lib/records/config";
+import type { QueueResult } from "@/lib/records/queue";
 import { keepPreviousData, useInfiniteQuery } from "@tanstack/react-query";
 import { useMemo, useState, type FormEvent, type ReactNode } from "react";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { BulkCheck } from "./BulkCheck";
 import {
@@ -16,7 +19,6 @@ import {
   onRowKeyDown,
   pageSize,
   When,
-  retryServerErrors,
   SkeletonRows,
   Tabs,
   toQuery,
@@ -26,51 +28,12 @@ import {
 } from "./read-ui";
 import { ScrollBox } from "@/components/ScrollBox";
 
-/** GET /api/v1/queue as JSON (bigints as decimal strings, times as ISO 8601). */
-export interface QueueItemJson {
-  id: string;
-  scope: string;
-  operation: string;
-  idempotencyKey: string;
-  payloadHash: string;
-  status: "processing" | "completed" | "failed" | "pending";
-  responseCode: number | null;
-  resourceType: string | null;
-  resourceId: string | null;
-  correlationId: string | null;
-  provider: string | null;
-  providerRequestId: string | null;
-  providerReference: string | null;
-  amountMinor: string | null;
-  currency: string | null;
-  lastError: string | null;
-  createdAt: string;
-  updatedAt: string;
-  expiresAt: string;
-  version: number;
-  legalHold: boolean;
-  kind: "stuck" | "pending" | "reconciliation";
-  ageSeconds: number;
-  thresholdSeconds: number | null;
-  reconciliation: {
-    id: string;
-    state: string;
-    attempts: number;
-    lastCheckedAt: string | null;
-    nextCheckAt: string | null;
-    lastError: string | null;
-    createdAt: string;
-  } | null;
-}
-
-export interface QueueResponse {
-  items: QueueItemJson[];
-  nextCursor: string | null;
-  limit: number;
-  asOf: string;
-  thresholds: Record<string, string>;
-  summary: { stuck: number; pending: number; openReconciliation: number; reconciliationOther: number; oldestPendingSince: string | null; oldestStuckSince: string | null };
-}
+/**
+ * GET /api/v1/queue as the browser receives it (the server's type; bigints as decimal strings,
+ * times as ISO 8601), with the thresholds described as the route sends them.
+ */
+export type QueueResponse = Omit<Jsonified<QueueResult>, "thresholds"> & { thresholds: ReturnType<typeof describeThresholds> };
+export type QueueItemJson = QueueResponse["items"][number];
 
 const FILTER_KEYS = ["kind", "operation", "scope", "status", "provider", "sort", "limit"] as const;
 type Kind = "all" | "stuck" | "pending" | "reconciliation";
@@ -107,9 +70,9 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.nextCursor,
     placeholderData: keepPreviousData,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
-  const pages = query.data?.pages ?? [];
+  const pages = useMemo(() => query.data?.pages ?? [], [query.data]);
   const items = useMemo(() => pages.flatMap((p) => p.items), [pages]);
   const first = pages[0];
 
@@ -222,9 +185,7 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
         ) : (
           <ScrollBox label="Queue" className="rs-table-wrap" busy={query.isFetching}>
             <table className="rs-table" data-testid="queue-table">
-              <caption className="sr-only">
-                Stuck and pending records. Arrow keys move between rows, Space selects, Enter opens the record.
-              </caption>
+              <caption className="sr-only">Stuck and pending records. Arrow keys move between rows, Space selects, Enter opens the record.</caption>
               <thead>
                 <tr>
                   <th className="rs-check">
@@ -302,7 +263,12 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
                       {canResolve && (i.kind === "pending" || i.kind === "stuck") ? (
                         <>
                           {" "}
-                          <a href={`/records/${i.id}#resolve`} className="rs-resolve-link" data-testid="row-resolve" title="Open the record to check it with the provider or resolve it by hand">
+                          <a
+                            href={`/records/${i.id}#resolve`}
+                            className="rs-resolve-link"
+                            data-testid="row-resolve"
+                            title="Open the record to check it with the provider or resolve it by hand"
+                          >
                             Resolve…
                           </a>
                         </>
@@ -378,7 +344,13 @@ export function QueueScreen({ canExport, canReconcile, canResolve = canReconcile
         <div className="rs-more">
           {items.length > 0 ? (
             <span className="subtle">
-              {fmtInt(items.length)} shown{first ? <> · as of <When iso={pages[pages.length - 1].asOf} now={now} /></> : null}
+              {fmtInt(items.length)} shown
+              {first ? (
+                <>
+                  {" "}
+                  · as of <When iso={pages[pages.length - 1].asOf} now={now} />
+                </>
+              ) : null}
             </span>
           ) : null}
           {query.hasNextPage ? (

@@ -11,8 +11,7 @@
  */
 
 import { usePathname, useSearchParams } from "next/navigation";
-import { useCallback, useEffect, useMemo, useState, type FormEvent, type KeyboardEvent, type ReactNode } from "react";
-import { ApiError } from "@/components/client/api";
+import { useCallback, useMemo, useState, type FormEvent, type KeyboardEvent, type ReactNode } from "react";
 import { InstantInput } from "@/components/time/When";
 
 // --- Formatting -------------------------------------------------------------------------
@@ -114,12 +113,6 @@ export function ErrorState({ error, onRetry }: { error: unknown; onRetry?: () =>
       ) : null}
     </div>
   );
-}
-
-/** TanStack Query retry policy: a refused or malformed request (4xx) will not succeed on a retry; the rest retry once. */
-export function retryServerErrors(failures: number, error: unknown): boolean {
-  if (error instanceof ApiError && error.status >= 400 && error.status < 500) return false;
-  return failures < 1;
 }
 
 /** Page size from the URL (`limit`, 1…200), else the default: a position, not a filter (never exported). */
@@ -326,7 +319,15 @@ export function Tabs<T extends string>({
   const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
     const i = tabs.findIndex((t) => t.value === value);
     const to =
-      e.key === "ArrowRight" ? (i + 1) % tabs.length : e.key === "ArrowLeft" ? (i - 1 + tabs.length) % tabs.length : e.key === "Home" ? 0 : e.key === "End" ? tabs.length - 1 : -1;
+      e.key === "ArrowRight"
+        ? (i + 1) % tabs.length
+        : e.key === "ArrowLeft"
+          ? (i - 1 + tabs.length) % tabs.length
+          : e.key === "Home"
+            ? 0
+            : e.key === "End"
+              ? tabs.length - 1
+              : -1;
     if (to < 0) return;
     e.preventDefault();
     const list = e.currentTarget;
@@ -392,7 +393,14 @@ export function OperationScopeFilters({
     <form className="rs-inline-form" onSubmit={submit} aria-label="Operation and scope">
       <label>
         Operation
-        <input name="operation" list={listId} value={form.operation} onChange={(e) => setForm({ ...form, operation: e.target.value })} placeholder="any" maxLength={100} />
+        <input
+          name="operation"
+          list={listId}
+          value={form.operation}
+          onChange={(e) => setForm({ ...form, operation: e.target.value })}
+          placeholder="any"
+          maxLength={100}
+        />
         <datalist id={listId}>
           {operations.map((o) => (
             <option key={o} value={o} />

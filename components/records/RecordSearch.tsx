@@ -1,14 +1,17 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { Page } from "@/lib/db/paging";
+import type { SearchHit } from "@/lib/records/search";
 import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 import { filtersQuery, type SearchFilterKey, type SearchFilters } from "./search-filters";
 import { SavedViews } from "./SavedViews";
-import { ExportLink, formatMoney, SkeletonRows, StatusBadge,  retryUnlessClientError } from "./ui";
+import { ExportLink, formatMoney, SkeletonRows, StatusBadge } from "./ui";
 import { When } from "@/components/time/When";
 import { ScrollBox } from "@/components/ScrollBox";
 
@@ -31,24 +34,8 @@ const FIELDS: [string, string][] = [
 const STATUSES = ["processing", "pending", "completed", "failed"];
 const OPERATIONS = ["create_order", "capture_payment", "accept_webhook", "issue_invoice", "refund_payment"];
 
-interface RecordRow {
-  id: string;
-  scope: string;
-  operation: string;
-  idempotencyKey: string;
-  status: string;
-  amountMinor: string | null;
-  currency: string | null;
-  providerReference: string | null;
-  createdAt: string;
-  matched: string[];
-}
-
-interface SearchPage {
-  items: RecordRow[];
-  nextCursor: string | null;
-  limit: number;
-}
+/** GET /api/v1/records as the browser receives it (the server's type; bigints and dates as strings). */
+type SearchPage = Jsonified<Page<SearchHit>>;
 
 function isTyping(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -206,7 +193,12 @@ export function RecordSearch({ filters, canExport }: { filters: SearchFilters; c
           <tbody ref={tbody} onKeyDown={onRowsKey}>
             {results.isPending ? <SkeletonRows columns={6} testId="records-skeleton" /> : null}
             {rows.map((r) => (
-              <tr key={r.id} data-testid="record-row" className="clickable" onClick={(e) => !(e.target as HTMLElement).closest("a") && router.push(`/records/${r.id}`)}>
+              <tr
+                key={r.id}
+                data-testid="record-row"
+                className="clickable"
+                onClick={(e) => !(e.target as HTMLElement).closest("a") && router.push(`/records/${r.id}`)}
+              >
                 <td>
                   <StatusBadge status={r.status} />
                 </td>

@@ -1,5 +1,6 @@
 "use client";
 
+import type { SavedViewJson } from "@/lib/views/saved-views";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useSearchParams } from "next/navigation";
@@ -17,14 +18,6 @@ import { queryKeys } from "@/components/client/query-keys";
  * name clash it offers to replace), and deletes (DELETE /api/v1/views/{id}). Views are
  * private to their owner. The cursor is never saved (lib/views/saved-views.ts).
  */
-
-interface SavedView {
-  id: string;
-  page: string;
-  name: string;
-  query: string;
-  createdAt: string;
-}
 
 /** The query as the server stores it: no empty values, no cursor, canonical encoding. */
 function normalize(query: string): string {
@@ -48,7 +41,7 @@ function SavedViewsBar({ page, label = "Saved views" }: { page: string; label?: 
   const key = queryKeys.savedViews.forPage(page);
   const views = useQuery({
     queryKey: key,
-    queryFn: () => apiFetch<{ views: SavedView[] }>(`/api/v1/views?page=${encodeURIComponent(page)}`).then((r) => r.views),
+    queryFn: () => apiFetch<{ views: SavedViewJson[] }>(`/api/v1/views?page=${encodeURIComponent(page)}`).then((r) => r.views),
   });
   const [editing, setEditing] = useState(false);
   const [name, setName] = useState("");
@@ -57,7 +50,10 @@ function SavedViewsBar({ page, label = "Saved views" }: { page: string; label?: 
 
   const save = useMutation({
     mutationFn: (input: { name: string; replace: boolean }) =>
-      apiFetch<{ view: SavedView; replaced: boolean }>("/api/v1/views", { method: "POST", body: { page, name: input.name, query: current, replace: input.replace } }),
+      apiFetch<{ view: SavedViewJson; replaced: boolean }>("/api/v1/views", {
+        method: "POST",
+        body: { page, name: input.name, query: current, replace: input.replace },
+      }),
     onSuccess: (r) => {
       setEditing(false);
       setClash(null);
@@ -85,7 +81,7 @@ function SavedViewsBar({ page, label = "Saved views" }: { page: string; label?: 
     if (name.trim()) save.mutate({ name: name.trim(), replace: false });
   }
 
-  const href = (v: SavedView) => `${v.page}${v.query ? `?${v.query}` : ""}`;
+  const href = (v: SavedViewJson) => `${v.page}${v.query ? `?${v.query}` : ""}`;
   return (
     <div className="saved-views" data-testid="saved-views" aria-label={label} role="group">
       <span className="saved-views-label">{label}:</span>

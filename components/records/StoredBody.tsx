@@ -1,6 +1,7 @@
 "use client";
 
 import type { ReactNode } from "react";
+import type { MaskedField } from "@/lib/records/mask";
 
 /**
  * A stored response body, pretty-printed when it is JSON, with the places the masker
@@ -10,10 +11,7 @@ import type { ReactNode } from "react";
  * wrong. Text that is not JSON is shown as is, with "[masked]" and "****" runs highlighted.
  */
 
-type Node =
-  | { kind: "object"; entries: { key: string; raw: string; value: Node }[] }
-  | { kind: "array"; items: Node[] }
-  | { kind: "scalar"; raw: string };
+type Node = { kind: "object"; entries: { key: string; raw: string; value: Node }[] } | { kind: "array"; items: Node[] } | { kind: "scalar"; raw: string };
 
 const STRING_RE = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
 const NUMBER_RE = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
@@ -92,11 +90,6 @@ function parseJsonText(s: string): Node | null {
 /** The masker's path syntax (lib/records/mask.ts childPath). */
 const childPath = (path: string, key: string) => (/^[A-Za-z_$][\w$-]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
 
-export interface MaskedPlace {
-  path: string;
-  rule: string;
-}
-
 function render(node: Node, path: string, indent: string, marks: Map<string, string[]>, mode: "masked" | "revealed"): ReactNode {
   const inner = (() => {
     if (node.kind === "scalar") return <span className={node.raw.startsWith('"') ? "json-string" : "json-literal"}>{node.raw}</span>;
@@ -163,13 +156,20 @@ function highlightText(text: string, mode: "masked" | "revealed"): ReactNode[] {
   return out;
 }
 
-export function StoredBody({ body, masked, mode, testId }: { body: string; masked: MaskedPlace[]; mode: "masked" | "revealed"; testId?: string }) {
+export function StoredBody({ body, masked, mode, testId }: { body: string; masked: MaskedField[]; mode: "masked" | "revealed"; testId?: string }) {
   const marks = new Map<string, string[]>();
-  for (const m of masked) if (m.path === "body" || m.path.startsWith("body.") || m.path.startsWith("body[")) marks.set(m.path, [...(marks.get(m.path) ?? []), m.rule]);
+  for (const m of masked)
+    if (m.path === "body" || m.path.startsWith("body.") || m.path.startsWith("body[")) marks.set(m.path, [...(marks.get(m.path) ?? []), m.rule]);
   const tree = body.trim() ? parseJsonText(body) : null;
   return (
     <pre className="stored-body" data-testid={testId}>
-      {tree ? render(tree, "body", "", marks, mode) : marks.has("body") && mode === "revealed" ? <mark className="masked-value revealed">{body}</mark> : highlightText(body, mode)}
+      {tree ? (
+        render(tree, "body", "", marks, mode)
+      ) : marks.has("body") && mode === "revealed" ? (
+        <mark className="masked-value revealed">{body}</mark>
+      ) : (
+        highlightText(body, mode)
+      )}
     </pre>
   );
 }

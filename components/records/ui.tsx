@@ -1,15 +1,10 @@
 "use client";
 
-import { ApiError } from "@/components/client/api";
-
 /**
  * Small presentational pieces the record screens share (and other list screens may
  * reuse): status badge, money in minor units with its currency, durations, skeleton
  * rows, and the CSV export link. Moments: components/time (When).
  */
-
-/** TanStack Query retry policy: a refusal or bad input (4xx) will not change on retry; anything else gets one more try. */
-export const retryUnlessClientError = (failures: number, error: Error) => !(error instanceof ApiError && error.status >= 400 && error.status < 500) && failures < 1;
 
 const STATUSES = new Set(["processing", "completed", "failed", "pending"]);
 

@@ -3,26 +3,14 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { Chart } from "@/components/charts/Chart";
-import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
+import { ApiError, apiFetch, newIdempotencyKey, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import {
-  EmptyState,
-  ErrorState,
-  fmtDuration,
-  fmtInt,
-  When,
-  retryServerErrors,
-  SkeletonBlock,
-  SkeletonRows,
-  Stat,
-  Tabs,
-  useNow,
-  useUrlFilters,
-} from "@/components/queue/read-ui";
+import { EmptyState, ErrorState, fmtDuration, fmtInt, When, SkeletonBlock, SkeletonRows, Stat, Tabs, useNow, useUrlFilters } from "@/components/queue/read-ui";
 import { BULK_RELEASE_LIMIT, releaseConfirmation } from "@/lib/redis/confirm";
 import type { Jsonified } from "@/lib/api/json";
-import type { KeyView } from "@/lib/redis/lookup";
-import type { storeWedged } from "@/lib/redis/views";
+import type { KeyLookupResult } from "@/lib/redis/lookup";
+import type { BulkReleaseOutcome, BulkReleaseResult } from "@/lib/redis/release";
+import type { storeCensus, storeWedged } from "@/lib/redis/views";
 import type { RedisStoreJson, StoresJson } from "./types";
 
 /**
@@ -32,28 +20,24 @@ import type { RedisStoreJson, StoresJson } from "./types";
  * soonest, and key lookup (exact or prefix) with the stored response masked as for records.
  */
 
-interface CensusJson {
-  store: RedisStoreJson;
-  census: NonNullable<StoresJson["stores"][number]["census"]>;
-}
+type CensusJson = Jsonified<Awaited<ReturnType<typeof storeCensus>>>;
 
 type WedgedJson = Jsonified<Awaited<ReturnType<typeof storeWedged>>>;
-
-type KeyJson = Jsonified<KeyView>;
 
 const FILTER_KEYS = ["store"] as const;
 const secs = (s: number | null, never = "never expires") => (s === null ? never : fmtDuration(s));
 
 export function RedisScreen({ canReadKeys, canRelease }: { canReadKeys: boolean; canRelease: boolean }) {
   const [f, setFilters] = useUrlFilters(FILTER_KEYS);
-  const stores = useQuery({ queryKey: queryKeys.redis.stores, queryFn: () => apiFetch<StoresJson>("/api/v1/redis/stores"), retry: retryServerErrors });
+  const stores = useQuery({ queryKey: queryKeys.redis.stores, queryFn: () => apiFetch<StoresJson>("/api/v1/redis/stores"), retry: retryUnlessClientError });
   if (stores.isError && !stores.data) return <ErrorState error={stores.error} onRetry={() => void stores.refetch()} />;
   if (!stores.data) return <SkeletonRows cols={6} label="Loading the Redis key stores" />;
   const list = stores.data.stores;
   if (list.length === 0) {
     return (
       <EmptyState title="No Redis key store is configured." testId="redis-none">
-        Set <code>REDIS_URL</code> (and <code>REDIS_KEY_PATTERN</code>, <code>REDIS_KEY_TTL_SECONDS</code>) or <code>REDIS_STORES</code>; see the README, “Redis key stores”.
+        Set <code>REDIS_URL</code> (and <code>REDIS_KEY_PATTERN</code>, <code>REDIS_KEY_TTL_SECONDS</code>) or <code>REDIS_STORES</code>; see the README, “Redis
+        key stores”.
       </EmptyState>
     );
   }
@@ -61,7 +45,12 @@ export function RedisScreen({ canReadKeys, canRelease }: { canReadKeys: boolean;
   return (
     <div className="rs-screen" data-testid="redis-screen">
       {list.length > 1 ? (
-        <Tabs label="Redis key store" value={current.store.name} onChange={(v) => setFilters({ store: v === list[0].store.name ? undefined : v })} tabs={list.map((s) => ({ value: s.store.name, label: s.store.name }))} />
+        <Tabs
+          label="Redis key store"
+          value={current.store.name}
+          onChange={(v) => setFilters({ store: v === list[0].store.name ? undefined : v })}
+          tabs={list.map((s) => ({ value: s.store.name, label: s.store.name }))}
+        />
       ) : null}
       <div id="tabpanel" role={list.length > 1 ? "tabpanel" : undefined} aria-labelledby={list.length > 1 ? `tab-${current.store.name}` : undefined}>
         <StorePanel key={current.store.name} store={current.store} canReadKeys={canReadKeys} canRelease={canRelease} />
@@ -83,7 +72,7 @@ function StorePanel({ store, canReadKeys, canRelease }: { store: RedisStoreJson;
       return apiFetch<CensusJson>(`/api/v1/redis/stores/${encodeURIComponent(store.name)}/census${fresh ? "?refresh=true" : ""}`);
     },
     placeholderData: keepPreviousData,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   const reload = async () => {
     refreshNext.current = true;
@@ -97,7 +86,8 @@ function StorePanel({ store, canReadKeys, canRelease }: { store: RedisStoreJson;
     <>
       <div className="rs-filters" role="group" aria-label="Census">
         <p className="subtle" data-testid="redis-store-info">
-          <code>{store.pattern}</code> on {store.url} · format <strong>{store.format}</strong> ({store.library}) · TTL {fmtDuration(store.ttlSeconds)} · wedged after {store.wedgedAfter}
+          <code>{store.pattern}</code> on {store.url} · format <strong>{store.format}</strong> ({store.library}) · TTL {fmtDuration(store.ttlSeconds)} · wedged
+          after {store.wedgedAfter}
         </p>
         <div className="rs-filter-actions">
           <button type="button" onClick={() => void reload()} disabled={census.isFetching} data-testid="redis-refresh">
@@ -105,14 +95,17 @@ function StorePanel({ store, canReadKeys, canRelease }: { store: RedisStoreJson;
           </button>
           {c ? (
             <span className="subtle" data-testid="redis-taken-at">
-              census taken <When iso={c.takenAt} now={now} /> · {fmtInt(c.scanned)} keys in {fmtDuration(c.durationMs / 1000)} ({fmtInt(c.keysPerSecond)} keys/s)
+              census taken <When iso={c.takenAt} now={now} /> · {fmtInt(c.scanned)} keys in {fmtDuration(c.durationMs / 1000)} ({fmtInt(c.keysPerSecond)}{" "}
+              keys/s)
             </span>
           ) : null}
         </div>
       </div>
       {census.isError ? <ErrorState error={census.error} onRetry={() => void reload()} /> : null}
       {!c ? (
-        census.isError ? null : <SkeletonBlock height={120} label="Taking a census of the store" />
+        census.isError ? null : (
+          <SkeletonBlock height={120} label="Taking a census of the store" />
+        )
       ) : (
         <>
           <section className="cards" aria-label="Keys by state">
@@ -125,7 +118,11 @@ function StorePanel({ store, canReadKeys, canRelease }: { store: RedisStoreJson;
             />
             <Stat label="Cached 5xx answers" value={<span data-testid="redis-5xx">{fmtInt(c.cached5xx)}</span>} hint="replayed to every retry" />
             <Stat label="Expiring within 1 h" value={fmtInt(c.ttl.expiringWithin1h)} hint={`${fmtInt(c.ttl.expiringWithin24h)} within 24 h`} />
-            <Stat label="Other keys (ignored)" value={<span data-testid="redis-unrecognised">{fmtInt(c.unrecognised)}</span>} hint="under the pattern, not records of the format" />
+            <Stat
+              label="Other keys (ignored)"
+              value={<span data-testid="redis-unrecognised">{fmtInt(c.unrecognised)}</span>}
+              hint="under the pattern, not records of the format"
+            />
           </section>
           {c.flags.length ? (
             <section aria-label="Flags" data-testid="redis-flags">
@@ -195,7 +192,7 @@ function WedgedKeys({ store, canRelease, onChanged }: { store: RedisStoreJson; c
   const q = useQuery({
     queryKey: queryKeys.redis.wedged(store.name),
     queryFn: () => apiFetch<WedgedJson>(`/api/v1/redis/stores/${encodeURIComponent(store.name)}/wedged`),
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   const [releasing, setReleasing] = useState<string[] | null>(null);
   if (q.isError) return <ErrorState error={q.error} onRetry={() => void q.refetch()} />;
@@ -214,7 +211,11 @@ function WedgedKeys({ store, canRelease, onChanged }: { store: RedisStoreJson; c
             </button>
           ) : null}
         </div>
-        {q.data.leaseExpired ? <p className="subtle">{fmtInt(q.data.leaseExpired)} more are processing past their library&apos;s in-progress lease: the library takes them over on the next request.</p> : null}
+        {q.data.leaseExpired ? (
+          <p className="subtle">
+            {fmtInt(q.data.leaseExpired)} more are processing past their library&apos;s in-progress lease: the library takes them over on the next request.
+          </p>
+        ) : null}
         {w.count === 0 ? (
           <EmptyState title="No wedged key." testId="redis-wedged-empty">
             No key has been processing for longer than {store.wedgedAfter}.
@@ -249,7 +250,11 @@ function WedgedKeys({ store, canRelease, onChanged }: { store: RedisStoreJson; c
                 ))}
               </tbody>
             </table>
-            {w.count > w.oldest.length ? <p className="subtle">The {fmtInt(w.oldest.length)} oldest of {fmtInt(w.count)} are listed.</p> : null}
+            {w.count > w.oldest.length ? (
+              <p className="subtle">
+                The {fmtInt(w.oldest.length)} oldest of {fmtInt(w.count)} are listed.
+              </p>
+            ) : null}
           </div>
         )}
       </section>
@@ -284,24 +289,13 @@ function WedgedKeys({ store, canRelease, onChanged }: { store: RedisStoreJson; c
           </div>
         )}
       </section>
-      {releasing ? (
-        <ReleaseDialog
-          store={store}
-          keys={releasing}
-          onClose={() => setReleasing(null)}
-          onDone={onChanged}
-        />
-      ) : null}
+      {releasing ? <ReleaseDialog store={store} keys={releasing} onClose={() => setReleasing(null)} onDone={onChanged} /> : null}
     </>
   );
 }
 
-interface BulkAnswer {
-  count: number;
-  released: number;
-  refused: number;
-  outcomes: { key: string; released: boolean; error: { status: number; title: string; detail: string } | null }[];
-}
+/** What the dialog shows: POST …/release-bulk's answer (the server's type), or one key's release put the same way. */
+type BulkAnswer = Pick<Jsonified<BulkReleaseResult>, "count" | "released" | "refused"> & { outcomes: Omit<Jsonified<BulkReleaseOutcome>, "auditId">[] };
 
 /** One key: POST …/release; several: POST …/release-bulk with the typed confirmation. */
 function ReleaseDialog({ store, keys, onClose, onDone }: { store: RedisStoreJson; keys: string[]; onClose: () => void; onDone: () => Promise<void> }) {
@@ -322,7 +316,11 @@ function ReleaseDialog({ store, keys, onClose, onDone }: { store: RedisStoreJson
         await apiFetch(`${base}/release`, { method: "POST", idempotencyKey: idem, body: { key: keys[0], reason: reason.trim() } });
         return { count: 1, released: 1, refused: 0, outcomes: [{ key: keys[0], released: true, error: null }] };
       }
-      return apiFetch<BulkAnswer>(`${base}/release-bulk`, { method: "POST", idempotencyKey: idem, body: { keys, confirm: typed.trim(), reason: reason.trim() } });
+      return apiFetch<BulkAnswer>(`${base}/release-bulk`, {
+        method: "POST",
+        idempotencyKey: idem,
+        body: { keys, confirm: typed.trim(), reason: reason.trim() },
+      });
     },
     onSuccess: async (a) => {
       setIdem(newIdempotencyKey());
@@ -373,20 +371,43 @@ function ReleaseDialog({ store, keys, onClose, onDone }: { store: RedisStoreJson
         ) : (
           <form onSubmit={submit} className="resolve-form" aria-label="Confirm the release">
             <p>
-              {bulk ? "Each key is deleted" : <>The key <code>{keys[0]}</code> is deleted</>} only if it still holds <code>processing</code> and is still
-              older than {store.wedgedAfter} (one atomic script in Redis): a key that completed meanwhile is left in place. The client&apos;s next retry then
-              runs the operation again — make sure the crashed attempt had no effect, or reconcile it first. Audited with your reason.
+              {bulk ? (
+                "Each key is deleted"
+              ) : (
+                <>
+                  The key <code>{keys[0]}</code> is deleted
+                </>
+              )}{" "}
+              only if it still holds <code>processing</code> and is still older than {store.wedgedAfter} (one atomic script in Redis): a key that completed
+              meanwhile is left in place. The client&apos;s next retry then runs the operation again — make sure the crashed attempt had no effect, or reconcile
+              it first. Audited with your reason.
             </p>
             <label>
               Reason
-              <input type="text" data-testid="redis-release-reason" value={reason} onChange={(e) => setReason(e.target.value)} minLength={3} maxLength={2000} required autoFocus />
+              <input
+                type="text"
+                data-testid="redis-release-reason"
+                value={reason}
+                onChange={(e) => setReason(e.target.value)}
+                minLength={3}
+                maxLength={2000}
+                required
+                autoFocus
+              />
             </label>
             {bulk ? (
               <label>
                 <span>
                   Type <code data-testid="redis-release-expected">{expected}</code> to confirm
                 </span>
-                <input type="text" data-testid="redis-release-confirm" value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" spellCheck={false} />
+                <input
+                  type="text"
+                  data-testid="redis-release-confirm"
+                  value={typed}
+                  onChange={(e) => setTyped(e.target.value)}
+                  autoComplete="off"
+                  spellCheck={false}
+                />
               </label>
             ) : null}
             {run.isError ? (
@@ -416,11 +437,9 @@ function KeyLookup({ store }: { store: RedisStoreJson }) {
   const q = useQuery({
     queryKey: queryKeys.redis.lookup(store.name, asked ?? {}),
     queryFn: () =>
-      apiFetch<{ keys: KeyJson[]; unrecognised: number; complete: boolean; mode: string }>(
-        `/api/v1/redis/stores/${encodeURIComponent(store.name)}/keys?${asked!.mode}=${encodeURIComponent(asked!.text)}`,
-      ),
+      apiFetch<Jsonified<KeyLookupResult>>(`/api/v1/redis/stores/${encodeURIComponent(store.name)}/keys?${asked!.mode}=${encodeURIComponent(asked!.text)}`),
     enabled: asked !== null,
-    retry: retryServerErrors,
+    retry: retryUnlessClientError,
   });
   return (
     <section aria-labelledby="lookup-h">
@@ -443,7 +462,14 @@ function KeyLookup({ store }: { store: RedisStoreJson }) {
         </label>
         <label>
           Key
-          <input type="search" value={text} onChange={(e) => setText(e.target.value)} placeholder={store.pattern.replace(/\*.*$/, "") + "…"} maxLength={1024} data-testid="redis-lookup-input" />
+          <input
+            type="search"
+            value={text}
+            onChange={(e) => setText(e.target.value)}
+            placeholder={store.pattern.replace(/\*.*$/, "") + "…"}
+            maxLength={1024}
+            data-testid="redis-lookup-input"
+          />
         </label>
         <button type="submit" className="primary" data-testid="redis-lookup-submit">
           Look up

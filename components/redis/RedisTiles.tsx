@@ -18,7 +18,13 @@ export function RedisTiles() {
         const c = s.census;
         const wedged = c?.wedged.count ?? 0;
         return (
-          <a key={s.store.name} href={`/redis?store=${encodeURIComponent(s.store.name)}`} className={`card${wedged > 0 ? " ov-tone-bad" : ""}`} data-testid="redis-tile" data-store={s.store.name}>
+          <a
+            key={s.store.name}
+            href={`/redis?store=${encodeURIComponent(s.store.name)}`}
+            className={`card${wedged > 0 ? " ov-tone-bad" : ""}`}
+            data-testid="redis-tile"
+            data-store={s.store.name}
+          >
             <div className="label">Redis · {s.store.name}</div>
             <div className="value">{c ? `${fmtInt(wedged)} wedged` : s.error ? "unreachable" : "…"}</div>
             <div className="subtle ov-hint">

@@ -43,13 +43,19 @@ export function DryRunPanel({ disabledReason }: { disabledReason: string | null 
         </button>
       </div>
       <p className="subtle">
-        A purge deletes only <code>completed</code>/<code>failed</code> records past their policy&apos;s window with no legal hold (record or
-        scope), no open reconciliation item, no compensation in progress and no unsent outbox message — never <code>processing</code> or{" "}
-        <code>pending</code> ones — and events past their window that the overview has already counted and that no hold covers.
+        A purge deletes only <code>completed</code>/<code>failed</code> records past their policy&apos;s window with no legal hold (record or scope), no open
+        reconciliation item, no compensation in progress and no unsent outbox message — never <code>processing</code> or <code>pending</code> ones — and events
+        past their window that the overview has already counted and that no hold covers.
       </p>
       {error ? <ErrorState error={error} onRetry={() => void runDry()} /> : null}
       {dry ? <DryRunResult dry={dry} /> : null}
-      {dry ? disabledReason ? <p className="notice-muted">{disabledReason}</p> : <StartPurgeForm key={dry.asOf} dry={dry} onStarted={() => setDry(null)} /> : null}
+      {dry ? (
+        disabledReason ? (
+          <p className="notice-muted">{disabledReason}</p>
+        ) : (
+          <StartPurgeForm key={dry.asOf} dry={dry} onStarted={() => setDry(null)} />
+        )
+      ) : null}
     </section>
   );
 }
@@ -88,7 +94,9 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
                   <td>
                     {p.policy.operation === null ? <strong>{policyName(null)}</strong> : <code>{p.policy.operation}</code>}
                     <div className="subtle">
-                      {p.policy.enabled ? `records ${p.policy.keepRecordsDays} d after expiry, events ${p.policy.keepEventsDays} d` : "disabled: keeps everything"}
+                      {p.policy.enabled
+                        ? `records ${p.policy.keepRecordsDays} d after expiry, events ${p.policy.keepEventsDays} d`
+                        : "disabled: keeps everything"}
                     </div>
                   </td>
                   <td className="num" data-testid="dry-run-records">
@@ -104,7 +112,10 @@ function DryRunResult({ dry }: { dry: DryRunJson }) {
                       ? "—"
                       : p.samples.map((s) => (
                           <div key={s.id} className="nowrap">
-                            <a href={`/records/${s.id}`}>#{s.id}</a> <span className="subtle">{s.scope} · {s.status} · expired <When iso={s.expiresAt} /></span>
+                            <a href={`/records/${s.id}`}>#{s.id}</a>{" "}
+                            <span className="subtle">
+                              {s.scope} · {s.status} · expired <When iso={s.expiresAt} />
+                            </span>
                           </div>
                         ))}
                   </td>
@@ -158,11 +169,35 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
       <div className="retention-form-row">
         <label>
           Batch size <span className="subtle">(rows per short transaction)</span>
-          <input type="number" min={1} max={100000} value={batchSize} onChange={(e) => { setBatchSize(e.target.value); touched.touch("batch"); }} onBlur={touched.onBlur("batch")} aria-invalid={touched.invalid("batch", !batchOk)} data-testid="purge-batch-size" />
+          <input
+            type="number"
+            min={1}
+            max={100000}
+            value={batchSize}
+            onChange={(e) => {
+              setBatchSize(e.target.value);
+              touched.touch("batch");
+            }}
+            onBlur={touched.onBlur("batch")}
+            aria-invalid={touched.invalid("batch", !batchOk)}
+            data-testid="purge-batch-size"
+          />
         </label>
         <label>
           Pause between batches (ms)
-          <input type="number" min={0} max={600000} value={pauseMs} onChange={(e) => { setPauseMs(e.target.value); touched.touch("pause"); }} onBlur={touched.onBlur("pause")} aria-invalid={touched.invalid("pause", !pauseOk)} data-testid="purge-pause-ms" />
+          <input
+            type="number"
+            min={0}
+            max={600000}
+            value={pauseMs}
+            onChange={(e) => {
+              setPauseMs(e.target.value);
+              touched.touch("pause");
+            }}
+            onBlur={touched.onBlur("pause")}
+            aria-invalid={touched.invalid("pause", !pauseOk)}
+            data-testid="purge-pause-ms"
+          />
         </label>
       </div>
       <label>

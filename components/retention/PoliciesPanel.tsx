@@ -11,6 +11,7 @@ import { useIntentKey } from "@/components/client/intent-key";
 import { EmptyState, ErrorState, SkeletonRows } from "@/components/queue/read-ui";
 import { policyName, type PolicyJson } from "./shared";
 import { ScrollBox } from "@/components/ScrollBox";
+import { useProposal, type PolicyProposal } from "@/components/insights/proposal";
 
 /**
  * Retention policies: per operation, and the default for every other operation.
@@ -20,17 +21,28 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
   const client = useQueryClient();
   const query = useQuery({ queryKey: queryKeys.retention.policies, queryFn: () => apiFetch<{ policies: PolicyJson[] }>("/api/v1/retention/policies") });
   const { message, busy, run } = useAction(() => client.invalidateQueries({ queryKey: queryKeys.retention.all }));
-  const [editing, setEditing] = useState<string | null>(null);
+  const [chosen, setEditing] = useState<string | null>(null);
   const policies = query.data?.policies ?? [];
+  // "Propose policy" (Insights › Retention advisor): the form opens pre-filled; saving stays the admin's audited action.
+  const proposal = useProposal();
+  const [proposalDismissed, setProposalDismissed] = useState(false);
+  const proposed = proposal ? policies.find((p) => p.operation === proposal.operation) : undefined;
+  const editing = chosen ?? (canManage && proposed && !proposalDismissed ? proposed.id : null);
 
   return (
     <section className="panel" aria-labelledby="policies-h" data-testid="policies-panel">
       <h2 id="policies-h">Retention policies</h2>
       <p className="subtle">
-        Completed and failed records are kept <em>N</em> days after they expire, events <em>M</em> days after they occurred (days of 24 h). An
-        operation without its own policy follows the default; a disabled policy (or no default) keeps its rows forever.
+        Completed and failed records are kept <em>N</em> days after they expire, events <em>M</em> days after they occurred (days of 24 h). An operation without
+        its own policy follows the default; a disabled policy (or no default) keeps its rows forever.
       </p>
       <ActionNotice message={message} testId="policies-message" />
+      {proposal ? (
+        <p className="notice" data-testid="policy-proposal">
+          The retention advisor proposes for <code>{proposal.operation}</code>: records {proposal.keepRecordsDays} days after expiry, events{" "}
+          {proposal.keepEventsDays} days. {canManage ? "Check the form, give a reason and save it." : "An admin (retention.manage) saves it."}
+        </p>
+      ) : null}
       {query.isError ? (
         <ErrorState error={query.error} onRetry={() => void query.refetch()} />
       ) : !query.data ? (
@@ -59,12 +71,20 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
                     <td colSpan={6}>
                       <PolicyForm
                         policy={p}
+                        proposal={proposal?.operation === p.operation ? proposal : undefined}
                         busy={busy}
-                        onCancel={() => setEditing(null)}
+                        onCancel={() => {
+                          setEditing(null);
+                          setProposalDismissed(true);
+                        }}
                         onSubmit={async (body, keyFor, settle) => {
                           const ok = await run(async () => {
                             try {
-                              const r = await apiFetch<{ policy: PolicyJson }>(`/api/v1/retention/policies/${p.id}`, { method: "PUT", body, idempotencyKey: keyFor(body) });
+                              const r = await apiFetch<{ policy: PolicyJson }>(`/api/v1/retention/policies/${p.id}`, {
+                                method: "PUT",
+                                body,
+                                idempotencyKey: keyFor(body),
+                              });
                               settle();
                               return `Saved: ${policyName(r.policy.operation)} keeps records ${r.policy.keepRecordsDays} d, events ${r.policy.keepEventsDays} d${r.policy.enabled ? "" : " (disabled)"}.`;
                             } catch (err) {
@@ -72,13 +92,20 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
                               throw err;
                             }
                           });
-                          if (ok) setEditing(null);
+                          if (ok) {
+                            setEditing(null);
+                            setProposalDismissed(true);
+                          }
                         }}
                         onDelete={async (reason, keyFor, settle) => {
                           const body = { reason };
                           const ok = await run(async () => {
                             try {
-                              await apiFetch(`/api/v1/retention/policies/${p.id}`, { method: "DELETE", body, idempotencyKey: keyFor({ delete: p.id, ...body }) });
+                              await apiFetch(`/api/v1/retention/policies/${p.id}`, {
+                                method: "DELETE",
+                                body,
+                                idempotencyKey: keyFor({ delete: p.id, ...body }),
+                              });
                               settle();
                               return `Deleted the policy of ${policyName(p.operation)}.`;
                             } catch (err) {
@@ -120,6 +147,8 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
       )}
       {canManage && query.data ? (
         <NewPolicyForm
+          key={proposal && !proposed ? proposal.operation : ""}
+          proposal={proposal && !proposed ? proposal : undefined}
           busy={busy}
           hasDefault={policies.some((p) => p.operation === null)}
           onSubmit={(body, keyFor, settle) =>
@@ -127,6 +156,7 @@ export function PoliciesPanel({ canManage }: { canManage: boolean }) {
               try {
                 const r = await apiFetch<{ policy: PolicyJson }>("/api/v1/retention/policies", { method: "POST", body, idempotencyKey: keyFor(body) });
                 settle();
+                setProposalDismissed(true);
                 return `Added: ${policyName(r.policy.operation)} keeps records ${r.policy.keepRecordsDays} d, events ${r.policy.keepEventsDays} d.`;
               } catch (err) {
                 settle(err);
@@ -145,20 +175,22 @@ type Settle = (err?: unknown) => void;
 
 function PolicyForm({
   policy,
+  proposal,
   busy,
   onSubmit,
   onDelete,
   onCancel,
 }: {
   policy: PolicyJson;
+  proposal?: PolicyProposal;
   busy: boolean;
   onSubmit: (body: { keepRecordsDays: number; keepEventsDays: number; enabled: boolean; reason: string }, keyFor: KeyFor, settle: Settle) => Promise<void>;
   onDelete: (reason: string, keyFor: KeyFor, settle: Settle) => Promise<void>;
   onCancel: () => void;
 }) {
   const intent = useIntentKey();
-  const [records, setRecords] = useState(String(policy.keepRecordsDays));
-  const [events, setEvents] = useState(String(policy.keepEventsDays));
+  const [records, setRecords] = useState(String(proposal?.keepRecordsDays ?? policy.keepRecordsDays));
+  const [events, setEvents] = useState(String(proposal?.keepEventsDays ?? policy.keepEventsDays));
   const [enabled, setEnabled] = useState(policy.enabled);
   const [reason, setReason] = useState("");
   const days = (v: string) => /^\d{1,5}$/.test(v.trim()) && Number(v) <= 36500;
@@ -213,19 +245,25 @@ function PolicyForm({
 }
 
 function NewPolicyForm({
+  proposal,
   busy,
   hasDefault,
   onSubmit,
 }: {
+  proposal?: PolicyProposal;
   busy: boolean;
   hasDefault: boolean;
-  onSubmit: (body: { operation: string | null; keepRecordsDays: number; keepEventsDays: number; reason: string }, keyFor: KeyFor, settle: Settle) => Promise<boolean>;
+  onSubmit: (
+    body: { operation: string | null; keepRecordsDays: number; keepEventsDays: number; reason: string },
+    keyFor: KeyFor,
+    settle: Settle,
+  ) => Promise<boolean>;
 }) {
   const intent = useIntentKey();
-  const [operation, setOperation] = useState("");
+  const [operation, setOperation] = useState(proposal?.operation ?? "");
   const touched = useTouched();
-  const [records, setRecords] = useState("30");
-  const [events, setEvents] = useState("90");
+  const [records, setRecords] = useState(String(proposal?.keepRecordsDays ?? 30));
+  const [events, setEvents] = useState(String(proposal?.keepEventsDays ?? 90));
   const [reason, setReason] = useState("");
   const opOk = operation.trim() === "" ? !hasDefault : /^[a-z][a-z0-9_.]{0,99}$/.test(operation.trim());
   const days = (v: string) => /^\d{1,5}$/.test(v.trim()) && Number(v) <= 36500;
@@ -251,7 +289,18 @@ function NewPolicyForm({
       <div className="retention-form-row">
         <label>
           Operation <span className="subtle">{hasDefault ? "(lower_snake_case)" : "(empty = the default)"}</span>
-          <input type="text" value={operation} onChange={(e) => { setOperation(e.target.value); touched.touch("operation"); }} onBlur={touched.onBlur("operation")} placeholder={hasDefault ? "capture_payment" : "empty: default"} aria-invalid={touched.invalid("operation", !opOk)} data-testid="policy-add-operation" />
+          <input
+            type="text"
+            value={operation}
+            onChange={(e) => {
+              setOperation(e.target.value);
+              touched.touch("operation");
+            }}
+            onBlur={touched.onBlur("operation")}
+            placeholder={hasDefault ? "capture_payment" : "empty: default"}
+            aria-invalid={touched.invalid("operation", !opOk)}
+            data-testid="policy-add-operation"
+          />
         </label>
         <label>
           Keep records (days after expiry)

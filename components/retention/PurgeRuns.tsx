@@ -30,7 +30,14 @@ export function ActiveRun({ canRun }: { canRun: boolean }) {
         </h2>
         <p data-testid="run-summary">
           {fmt(ended.recordsDeleted)} records and {fmt(ended.eventsDeleted)} events deleted in {fmt(ended.batches)} batches
-          {ended.finishedAt ? <>, finished <When iso={ended.finishedAt} /></> : ""}.{ended.lastError ? ` Last error: ${ended.lastError}` : ""}
+          {ended.finishedAt ? (
+            <>
+              , finished <When iso={ended.finishedAt} />
+            </>
+          ) : (
+            ""
+          )}
+          .{ended.lastError ? ` Last error: ${ended.lastError}` : ""}
         </p>
       </section>
     );
@@ -83,7 +90,14 @@ function RunProgress({ run, canRun }: { run: RunJson; canRun: boolean }) {
         <div>
           <dt>Worker</dt>
           <dd className="subtle">
-            {run.worker ?? "—"} {run.heartbeatAt ? <>· heartbeat <When iso={run.heartbeatAt} /></> : ""}
+            {run.worker ?? "—"}{" "}
+            {run.heartbeatAt ? (
+              <>
+                · heartbeat <When iso={run.heartbeatAt} />
+              </>
+            ) : (
+              ""
+            )}
           </dd>
         </div>
       </dl>
@@ -94,7 +108,9 @@ function RunProgress({ run, canRun }: { run: RunJson; canRun: boolean }) {
         </p>
       ) : null}
       {run.lastError ? <p className="notice error">Last batch error (retrying): {run.lastError}</p> : null}
-      {run.state === "cancelling" ? <p className="subtle">Cancelling: it stops after the batch in flight (requested by {run.cancelRequestedByLabel}).</p> : null}
+      {run.state === "cancelling" ? (
+        <p className="subtle">Cancelling: it stops after the batch in flight (requested by {run.cancelRequestedByLabel}).</p>
+      ) : null}
       {canRun && run.state !== "cancelling" ? <CancelForm run={run} /> : null}
     </section>
   );
@@ -110,7 +126,11 @@ function CancelForm({ run }: { run: RunJson }) {
     const body = { reason: reason.trim() };
     await act(async () => {
       try {
-        const r = await apiFetch<{ run: RunJson; noop: boolean }>(`/api/v1/purges/${run.id}/cancel`, { method: "POST", body, idempotencyKey: intent.keyFor(body) });
+        const r = await apiFetch<{ run: RunJson; noop: boolean }>(`/api/v1/purges/${run.id}/cancel`, {
+          method: "POST",
+          body,
+          idempotencyKey: intent.keyFor(body),
+        });
         intent.settle();
         return r.run.state === "cancelled" ? `Run #${run.id} cancelled.` : `Run #${run.id} stops after the batch in flight.`;
       } catch (err) {
@@ -121,7 +141,15 @@ function CancelForm({ run }: { run: RunJson }) {
   }
   return (
     <form className="retention-inline" onSubmit={submit} aria-label={`Cancel purge run ${run.id}`}>
-      <input type="text" placeholder="Reason to cancel" minLength={3} maxLength={2000} value={reason} onChange={(e) => setReason(e.target.value)} data-testid="cancel-reason" />
+      <input
+        type="text"
+        placeholder="Reason to cancel"
+        minLength={3}
+        maxLength={2000}
+        value={reason}
+        onChange={(e) => setReason(e.target.value)}
+        data-testid="cancel-reason"
+      />
       <button type="submit" disabled={busy || reason.trim().length < 3} data-testid="cancel-run">
         Cancel run
       </button>
@@ -167,7 +195,9 @@ export function RunHistory() {
                   <td>
                     <RunStateBadge state={r.state} />
                   </td>
-                  <td className="nowrap"><When iso={r.startedAt ?? r.createdAt} /></td>
+                  <td className="nowrap">
+                    <When iso={r.startedAt ?? r.createdAt} />
+                  </td>
                   <td>
                     {r.startedByLabel}
                     <div className="subtle">{r.reason}</div>
@@ -181,7 +211,9 @@ export function RunHistory() {
                     {fmt(r.eventsDeleted)} / {fmt(r.estimatedEvents)}
                   </td>
                   <td className="num">{fmt(r.batches)}</td>
-                  <td className="nowrap"><When iso={r.finishedAt} /></td>
+                  <td className="nowrap">
+                    <When iso={r.finishedAt} />
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -10,7 +10,15 @@ import { ScopeHoldsPanel } from "./ScopeHoldsPanel";
  * history, scope legal holds. What each viewer may do is decided on the server
  * (can()); the API checks again.
  */
-export function RetentionScreen({ canManagePolicies, canRunPurges, canManageHolds }: { canManagePolicies: boolean; canRunPurges: boolean; canManageHolds: boolean }) {
+export function RetentionScreen({
+  canManagePolicies,
+  canRunPurges,
+  canManageHolds,
+}: {
+  canManagePolicies: boolean;
+  canRunPurges: boolean;
+  canManageHolds: boolean;
+}) {
   return (
     <div className="retention-screen" data-testid="retention-screen">
       <ActiveRun canRun={canRunPurges} />

@@ -30,7 +30,9 @@ export function ScopeHoldsPanel({ canManage }: { canManage: boolean }) {
           <input type="checkbox" checked={showLifted} onChange={(e) => setShowLifted(e.target.checked)} data-testid="holds-show-lifted" /> show lifted ones too
         </label>
       </div>
-      <p className="subtle">A scope under a legal hold keeps all its records and events, whatever the policies. Single records are held from their record page.</p>
+      <p className="subtle">
+        A scope under a legal hold keeps all its records and events, whatever the policies. Single records are held from their record page.
+      </p>
       <ActionNotice message={message} testId="holds-message" />
       {query.isError ? (
         <ErrorState error={query.error} onRetry={() => void query.refetch()} />
@@ -103,7 +105,15 @@ function LiftForm({ hold, busy, run }: { hold: HoldJson; busy: boolean; run: Run
   }
   return (
     <form className="retention-inline" onSubmit={submit} aria-label={`Lift the legal hold on ${hold.scope}`}>
-      <input type="text" placeholder="Reason to lift" minLength={3} maxLength={2000} value={reason} onChange={(e) => setReason(e.target.value)} data-testid="hold-lift-reason" />
+      <input
+        type="text"
+        placeholder="Reason to lift"
+        minLength={3}
+        maxLength={2000}
+        value={reason}
+        onChange={(e) => setReason(e.target.value)}
+        data-testid="hold-lift-reason"
+      />
       <button type="submit" disabled={busy || reason.trim().length < 3} data-testid="hold-lift">
         Lift
       </button>
@@ -141,7 +151,14 @@ function SetHoldForm({ busy, run }: { busy: boolean; run: Run }) {
       <div className="retention-form-row">
         <label>
           Scope
-          <input type="text" value={scope} onChange={(e) => setScope(e.target.value)} placeholder="tenant:acme" aria-invalid={scope !== "" && !scopeOk} data-testid="hold-scope" />
+          <input
+            type="text"
+            value={scope}
+            onChange={(e) => setScope(e.target.value)}
+            placeholder="tenant:acme"
+            aria-invalid={scope !== "" && !scopeOk}
+            data-testid="hold-scope"
+          />
         </label>
         <label>
           Reason <span className="subtle">(kept in the audit log)</span>

@@ -5,7 +5,7 @@ import type { Jsonified } from "@/lib/api/json";
 import type { DryRun } from "@/lib/retention/dry-run";
 import type { ScopeHoldView } from "@/lib/retention/legal-holds";
 import type { PolicyView } from "@/lib/retention/policies";
-import type { PurgeRunView } from "@/lib/retention/runs";
+import type { listRuns, PurgeRunView } from "@/lib/retention/runs";
 import { apiFetch } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
 
@@ -14,11 +14,8 @@ export type PolicyJson = Jsonified<PolicyView>;
 export type DryRunJson = Jsonified<DryRun>;
 export type RunJson = Jsonified<PurgeRunView>;
 export type HoldJson = Jsonified<ScopeHoldView>;
-export interface RunsPage {
-  items: RunJson[];
-  nextBefore: string | null;
-  active: RunJson | null;
-}
+/** GET /api/v1/purges (the server's type). */
+export type RunsPage = Jsonified<Awaited<ReturnType<typeof listRuns>>>;
 
 export const fmt = (n: number | string | null | undefined) => (n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"));
 

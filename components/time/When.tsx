@@ -73,17 +73,7 @@ export function When({
  * a day alone means its midnight), labelled with the zone; the value in and out is ISO 8601
  * (UTC), "" while empty or not a time. Says so once the field was left with a bad value.
  */
-export function InstantInput({
-  label,
-  value,
-  onChange,
-  testId,
-}: {
-  label: string;
-  value: string;
-  onChange: (iso: string) => void;
-  testId?: string;
-}) {
+export function InstantInput({ label, value, onChange, testId }: { label: string; value: string; onChange: (iso: string) => void; testId?: string }) {
   const timeZone = useTimeZone();
   const [text, setText] = useState(() => instantToInput(value, timeZone));
   const [seen, setSeen] = useState(value);

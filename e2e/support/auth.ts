@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { expect, type Page, type TestInfo } from "@playwright/test";
-import { credentialsFile } from "./env";
+import { credentialsFile, type E2eMode } from "./env";
 
 export type Role = "viewer" | "support" | "operator" | "approver" | "admin";
 export interface Credential {
@@ -11,7 +11,7 @@ export interface Credential {
 
 /** The demo users of the server this project runs against (written when its database was created). */
 export function credentials(testInfo: TestInfo): Credential[] {
-  const mode = testInfo.project.metadata.mode as "embedded" | "postgres";
+  const mode = testInfo.project.metadata.mode as E2eMode;
   return JSON.parse(readFileSync(credentialsFile(mode), "utf8")).users;
 }
 

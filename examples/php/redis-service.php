@@ -8,6 +8,7 @@
 //   stdin: [{"key": "k1", "action": "complete" | "decline" | "throw" | "crash" | "upstream_5xx", "amount": 1299}, …]
 //   stdout: one JSON line per request: {"key","action","outcome":"owner"|"replay"|"in_progress"|"threw"|"crashed","http",…}
 declare(strict_types=1);
+require __DIR__ . '/forking.php';
 require __DIR__ . '/redis-idempotency.php';
 
 $opt = getopt('', ['host:', 'port:', 'db:', 'workers:', 'ttl:']);
@@ -49,34 +50,6 @@ function serve(array $job, string $host, int $port, int $db, int $ttl, callable 
     }
 }
 
-$children = [];
-for ($w = 0; $w < $workers; $w++) {
-    $pid = pcntl_fork();
-    if ($pid === -1) {
-        fwrite(STDERR, "fork failed\n");
-        exit(1);
-    }
-    if ($pid === 0) {
-        // Worker $w: jobs w, w + workers, …, each in a request process.
-        for ($i = $w; $i < count($jobs); $i += $workers) {
-            $job = $jobs[$i];
-            $req = pcntl_fork();
-            if ($req === 0) {
-                serve($job, $host, $port, $db, $ttl, $out);
-                exit(0);
-            }
-            pcntl_waitpid($req, $status);
-            if (pcntl_wifsignaled($status)) {
-                $out(['key' => $job['key'], 'action' => $job['action'], 'outcome' => 'crashed', 'signal' => pcntl_wtermsig($status), 'pid' => $req]);
-            }
-        }
-        exit(0);
-    }
-    $children[] = $pid;
-}
-$failed = 0;
-foreach ($children as $pid) {
-    pcntl_waitpid($pid, $status);
-    if (!pcntl_wifexited($status) || pcntl_wexitstatus($status) !== 0) $failed++;
-}
-exit($failed ? 1 : 0);
+exit(serve_forked($jobs, $workers,
+    fn (array $job) => serve($job, $host, $port, $db, $ttl, $out),
+    fn (array $job, int $signal) => $out(['key' => $job['key'], 'action' => $job['action'], 'outcome' => 'crashed', 'signal' => $signal])));

@@ -4,7 +4,8 @@
 //   php worker.php --dsn postgresql://user:pass@host:5432/db [--scope S] [--operation O] \
 //       [--key K --amount 1299 [--decline]]          one job from the arguments, or
 //       [--jobs '[{"key":"k1","amount":1299}, ...]']  a JSON job list (on stdin when neither is given)
-//   A PDO DSN works too: --dsn 'pgsql:host=…;dbname=…' --user U [--password P].
+//   MySQL/MariaDB: --dsn mysql://user:pass@host:3306/db (or mariadb://…).
+//   A PDO DSN works too: --dsn 'pgsql:host=…;dbname=…' (or 'mysql:host=…;dbname=…;charset=utf8mb4') --user U [--password P].
 //
 // It connects, prints {"ready":true} and only then reads stdin, so a test can start many
 // workers and release them at the same moment. One JSON line per job on stdout.
@@ -54,20 +55,4 @@ foreach ($jobs as $job) {
         $store->complete($r['id'], $code, $headers, $body, $chargeId, 'psp_' . $chargeId);
     }
     $out(['key' => $job['key'], 'outcome' => 'owner', 'http' => $code, 'id' => $r['id'], 'headers' => $headers, 'body' => $body, 'executed' => true]);
-}
-
-/** postgresql://user:pass@host:port/db → [pgsql DSN, user, password]; a pgsql: DSN passes through. */
-function pdo_dsn(string $dsn, ?string $user, ?string $password): array
-{
-    if (str_starts_with($dsn, 'pgsql:')) return [$dsn, $user, $password];
-    $u = parse_url($dsn);
-    if (!$u || !in_array($u['scheme'] ?? '', ['postgres', 'postgresql'], true)) {
-        fwrite(STDERR, "--dsn must be a postgres URL or a pgsql: PDO DSN\n");
-        exit(2);
-    }
-    $parts = ['host' => $u['host'] ?? '127.0.0.1', 'port' => $u['port'] ?? 5432, 'dbname' => ltrim(rawurldecode($u['path'] ?? ''), '/')];
-    parse_str($u['query'] ?? '', $query);
-    if (isset($query['sslmode'])) $parts['sslmode'] = $query['sslmode'];
-    $pdoDsn = 'pgsql:' . implode(';', array_map(fn ($k, $v) => "$k=$v", array_keys($parts), $parts));
-    return [$pdoDsn, $user ?? (isset($u['user']) ? rawurldecode($u['user']) : null), $password ?? (isset($u['pass']) ? rawurldecode($u['pass']) : null)];
 }

@@ -5,6 +5,7 @@ import { can, type Access, type Principal } from "../auth/permissions";
 import { sessionPrincipal } from "../auth/session";
 import { verifyApiToken } from "../auth/tokens";
 import { db, type Database } from "../db";
+import { primaryAsRead, type ReadDatabase } from "../db/client";
 import { clientAddress } from "../http/client-address";
 import { IDEMPOTENCY_KEY_HEADER, runIdempotently } from "./idempotent";
 import { parseRequestInput } from "./schemas";
@@ -21,8 +22,12 @@ import { ForbiddenError, InvalidInputError, UnauthorizedError } from "../kernel/
  * RFC 9457 problem details. The declared access is attached to the handler so
  * test/route-permissions.test.ts can enumerate every route.
  */
-export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z.ZodType = z.ZodObject<{}>> {
-  access: Access;
+/** A route without path or query parameters. */
+type NoFields = Record<never, never>;
+
+export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z.ZodType = z.ZodObject<NoFields>, A extends Access = Access> {
+  /** A permission, "signed_in", or "public"; the handler's principal is typed from it (PrincipalFor). */
+  access: A;
   /** One line for the OpenAPI document (/api/v1/openapi.json). */
   summary?: string;
   /**
@@ -44,19 +49,36 @@ export interface RouteSpec<Q extends z.ZodType, B extends z.ZodType, P extends z
   idempotent?: boolean;
   /** Top-level fields of the answer a replay must not carry (secrets shown once); see IdempotentCall.withhold. */
   replayWithholds?: readonly string[];
+  /**
+   * "replica": the route only reads, and what it reads may come from the streaming replica
+   * (DATABASE_READ_URL, ADR 0013): its ctx.read is the database's read side. Never on a route with
+   * a body or an operator action: actions read their preconditions on the primary (an audited read
+   * — an export — audits through ctx.db, the primary). Without it ctx.read is the primary.
+   */
+  reads?: "replica";
 }
 
-export interface RouteContext<Q, B, P = Record<string, never>> {
+/**
+ * The principal a handler sees for the access its route declares: a route that requires
+ * one (a permission or "signed_in") has one by the time its handler runs, so it is not
+ * nullable there; a public route authenticates nobody, so it has none.
+ */
+export type PrincipalFor<A extends Access> = A extends "public" ? null : Principal;
+
+export interface RouteContext<Q, B, P = Record<string, never>, A extends Access = Access> {
   request: Request;
   /** The dynamic route segments, parsed with the spec's params schema. */
   params: P;
   query: Q;
   body: B;
-  /** null only on public routes. */
-  principal: Principal | null;
+  /** The caller; null only on public routes. */
+  principal: PrincipalFor<A>;
   requestId: string;
   meta: RequestMeta;
+  /** The primary: authentication, audit entries, actions. */
   db: Database;
+  /** Where the route's reads go: the read side for `reads: "replica"` routes, else the primary. */
+  read: ReadDatabase;
 }
 
 /** Next's second route handler argument; params is absent only when a test calls the handler directly. */
@@ -120,10 +142,15 @@ async function readJson(request: Request): Promise<unknown> {
 
 const tooLarge = () => new ProblemError(413, "payload-too-large", "Payload too large", `Bodies are limited to ${MAX_BODY_BYTES} bytes.`);
 
-export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodType = z.ZodUndefined, P extends z.ZodType = z.ZodObject<{}>>(
-  spec: RouteSpec<Q, B, P>,
-  handle: (ctx: RouteContext<z.output<Q>, z.output<B>, z.output<P>>) => Promise<Response>,
-): RouteHandler {
+export function apiRoute<
+  A extends Access,
+  Q extends z.ZodType = z.ZodObject<NoFields>,
+  B extends z.ZodType = z.ZodUndefined,
+  P extends z.ZodType = z.ZodObject<NoFields>,
+>(spec: RouteSpec<Q, B, P, A>, handle: (ctx: RouteContext<z.output<Q>, z.output<B>, z.output<P>, A>) => Promise<Response>): RouteHandler {
+  if (spec.reads === "replica" && (spec.body || spec.idempotent)) {
+    throw new Error(`a route that reads the replica only reads: ${spec.summary ?? "this route"} declares a body or an operator action (ADR 0013)`);
+  }
   const querySchema = (spec.query ?? z.object({}).strict()) as z.ZodType;
   // Undeclared segments are dropped: a handler reads only what its spec declares.
   const paramsSchema = (spec.params ?? z.object({})) as z.ZodType;
@@ -140,7 +167,13 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
         principal = await authenticate(database, request);
         if (!principal) throw new UnauthorizedError();
         if (!can(principal, spec.access)) {
-          await audit(database.prisma, { actor: actorOf(principal), action, outcome: "refused", request: meta, detail: { reason: `missing permission ${spec.access}`, path: instance, method: request.method } });
+          await audit(database.prisma, {
+            actor: actorOf(principal),
+            action,
+            outcome: "refused",
+            request: meta,
+            detail: { reason: `missing permission ${spec.access}`, path: instance, method: request.method },
+          });
           throw new ForbiddenError(`This needs the permission ${spec.access}, which your roles do not grant.`);
         }
         if (principal.kind === "user" && UNSAFE.has(request.method)) checkSameOrigin(request);
@@ -163,12 +196,29 @@ export function apiRoute<Q extends z.ZodType = z.ZodObject<{}>, B extends z.ZodT
         }
       } catch (err) {
         if (spec.action && principal && database && err instanceof ProblemError) {
-          await audit(database.prisma, { actor: actorOf(principal), action, outcome: "refused", request: meta, detail: { status: err.status, problem: err.message } });
+          await audit(database.prisma, {
+            actor: actorOf(principal),
+            action,
+            outcome: "refused",
+            request: meta,
+            detail: { status: err.status, problem: err.message },
+          });
         }
         throw err;
       }
       database ??= await db();
-      const ctx = { request, params: params as z.output<P>, query: query as z.output<Q>, body: body as z.output<B>, principal, requestId, meta, db: database };
+      // Past the checks above, a route that is not public has its principal (PrincipalFor).
+      const ctx: RouteContext<z.output<Q>, z.output<B>, z.output<P>, A> = {
+        request,
+        params: params as z.output<P>,
+        query: query as z.output<Q>,
+        body: body as z.output<B>,
+        principal: principal as PrincipalFor<A>,
+        requestId,
+        meta,
+        db: database,
+        read: spec.reads === "replica" ? database.read : primaryAsRead(database),
+      };
       // One rule: operator actions require an Idempotency-Key; every other mutation honours one when sent.
       const keyed = spec.idempotent || (UNSAFE.has(request.method) && spec.action !== undefined && request.headers.has(IDEMPOTENCY_KEY_HEADER));
       const response =

@@ -1,5 +1,6 @@
 import type { Principal } from "../auth/permissions";
 import type { Database } from "../db";
+import { txExecutor } from "../db/sql";
 import { InProgressError, MissingKeyError, PayloadMismatchError } from "../idempotency/errors";
 import { payloadHash } from "../idempotency/hash";
 import { replayResponse } from "../idempotency/http";
@@ -7,6 +8,7 @@ import { idempotencyKeySchema } from "../idempotency/schemas";
 import type { HeaderPairs } from "../idempotency/store";
 import { parseInput } from "../kernel/input";
 import { problemResponse, ProblemError, toProblem } from "../kernel/problem";
+import { consoleRequestStore } from "./store";
 
 /**
  * The console's own mutations are idempotent the way the writers' are (the protocol of
@@ -67,54 +69,27 @@ function storableBody(body: string, withhold: readonly string[] | undefined): st
   }
 }
 
-interface ConsoleRequestRow {
-  id: bigint;
-  payloadHash: string;
-  status: string;
-  responseCode: number | null;
-  responseHeaders: unknown;
-  responseBody: string | null;
-  owner: boolean;
-}
-
 /** Runs `execute` at most once per (user, action, key); every other call replays, refuses or waits. */
 export async function runIdempotently(call: IdempotentCall, execute: () => Promise<Response>): Promise<Response> {
   const raw = call.request.headers.get(IDEMPOTENCY_KEY_HEADER);
   if (raw === null || raw.trim() === "") throw new MissingKeyError();
   const key = parseInput(idempotencyKeySchema, raw.trim(), "Idempotency-Key header");
   const hash = payloadHash({ method: call.request.method, path: call.path, body: call.rawBody ?? null });
-  const prisma = call.database.prisma;
-  const userId = BigInt(call.principal.userId);
+  const store = consoleRequestStore(txExecutor(call.database.prisma, call.database.dialect));
+  const named = { userId: BigInt(call.principal.userId), action: call.action, key };
 
   // Reserve (or take over an expired key) in one statement; `owner` says which row we got.
-  const [row] = await prisma.$queryRaw<ConsoleRequestRow[]>`
-    WITH ins AS (
-      INSERT INTO console_requests (user_id, action, idempotency_key, payload_hash, status, expires_at)
-      VALUES (${userId}, ${call.action}, ${key}, ${hash}, 'processing', now() + make_interval(secs => ${CONSOLE_KEY_TTL_SECONDS}))
-      ON CONFLICT (user_id, action, idempotency_key) DO UPDATE
-        SET payload_hash = EXCLUDED.payload_hash, status = 'processing', response_code = NULL, response_headers = NULL,
-            response_body = NULL, created_at = now(), updated_at = now(), expires_at = EXCLUDED.expires_at
-        WHERE console_requests.expires_at <= now()
-           OR (console_requests.status = 'processing' AND console_requests.payload_hash = EXCLUDED.payload_hash
-               AND console_requests.updated_at < now() - make_interval(secs => ${CONSOLE_KEY_LEASE_SECONDS}))
-      RETURNING id, payload_hash AS "payloadHash", status, response_code AS "responseCode",
-                response_headers AS "responseHeaders", response_body AS "responseBody", true AS owner
-    )
-    SELECT * FROM ins
-    UNION ALL
-    SELECT id, payload_hash, status, response_code, response_headers, response_body, false FROM console_requests
-     WHERE user_id = ${userId} AND action = ${call.action} AND idempotency_key = ${key} AND NOT EXISTS (SELECT 1 FROM ins)`;
+  const row = await store.reserve(named, hash, CONSOLE_KEY_TTL_SECONDS, CONSOLE_KEY_LEASE_SECONDS);
   // ON CONFLICT waited for a concurrent first request to commit; its row is then newer than
   // this statement's snapshot, so it is read again in a new one.
-  const found =
-    row ??
-    (
-      await prisma.$queryRaw<ConsoleRequestRow[]>`
-        SELECT id, payload_hash AS "payloadHash", status, response_code AS "responseCode", response_headers AS "responseHeaders",
-               response_body AS "responseBody", false AS owner
-          FROM console_requests WHERE user_id = ${userId} AND action = ${call.action} AND idempotency_key = ${key}`
-    )[0];
-  if (!found) throw new ProblemError(409, "idempotency-request-in-progress", "Request in progress", "The first request under this key is being recorded; retry in a moment.");
+  const found = row ?? (await store.find(named));
+  if (!found)
+    throw new ProblemError(
+      409,
+      "idempotency-request-in-progress",
+      "Request in progress",
+      "The first request under this key is being recorded; retry in a moment.",
+    );
   if (!found.owner) {
     const row = found;
     if (row.payloadHash !== hash) return problemResponse(new PayloadMismatchError(row.payloadHash, hash).toProblem());
@@ -136,9 +111,6 @@ export async function runIdempotently(call: IdempotentCall, execute: () => Promi
     const value = response.headers.get(name);
     if (value !== null) headers.push([name, value]);
   }
-  await prisma.$executeRaw`
-    UPDATE console_requests SET status = ${response.ok ? "completed" : "failed"}, response_code = ${response.status},
-           response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${storableBody(body, call.withhold)}, updated_at = now()
-     WHERE id = ${owned.id}`;
+  await store.finish(owned.id, { status: response.ok ? "completed" : "failed", code: response.status, headers, body: storableBody(body, call.withhold) });
   return response;
 }

@@ -82,10 +82,17 @@ function operationFor(path: string, method: HttpMethod, handler: RouteHandler): 
     responses["403"] = problem(`Lacks ${access === "signed_in" ? "a session" : `the permission ${access}`} (refusals are audited)`);
   }
   if (spec.params) responses["404"] = problem("No such resource");
-  if (method !== "GET") responses["409"] = problem("A precondition failed (the problem carries the current state)" + (keyed ? ", or the first request with this key is still in progress" : ""));
+  if (method !== "GET")
+    responses["409"] = problem(
+      "A precondition failed (the problem carries the current state)" + (keyed ? ", or the first request with this key is still in progress" : ""),
+    );
   if (keyed) responses["422"] = problem("The Idempotency-Key was used before with a different request");
   const description = [
-    access === "public" ? "Public." : access === "signed_in" ? "Any signed-in user or token." : `Permission \`${access}\`: ${isPermission(access) ? PERMISSIONS[access] : ""}.`,
+    access === "public"
+      ? "Public."
+      : access === "signed_in"
+        ? "Any signed-in user or token."
+        : `Permission \`${access}\`: ${isPermission(access) ? PERMISSIONS[access] : ""}.`,
     spec.action ? `Audited as \`${spec.action}\`.` : null,
     spec.idempotent ? `Requires \`${IDEMPOTENCY_KEY_HEADER}\`.` : keyed ? `Honours \`${IDEMPOTENCY_KEY_HEADER}\` when sent.` : null,
   ]
@@ -131,7 +138,12 @@ export function buildOpenApiDocument(routes: readonly RouteModuleEntry[], opts: 
     components: {
       securitySchemes: {
         bearerToken: { type: "http", scheme: "bearer", description: "An API token (ic_<prefix>_<secret>) from Settings › API tokens or npm run token:create." },
-        sessionCookie: { type: "apiKey", in: "cookie", name: "next-auth.session-token", description: "The console's session (browser); mutations must be same-origin." },
+        sessionCookie: {
+          type: "apiKey",
+          in: "cookie",
+          name: "next-auth.session-token",
+          description: "The console's session (browser); mutations must be same-origin.",
+        },
       },
       schemas: {
         Problem: {

@@ -1,17 +1,7 @@
 import { z } from "zod";
-import { idSchema } from "../kernel/input";
 import { fitsInt8, isStorableText, storableText } from "../db/storable";
 import { InvalidInputError } from "../kernel/errors";
 import { parseInput } from "../kernel/input";
-
-/** A reason is required for every change; it is stored in the audit entry. */
-export const reasonSchema = z.string().trim().min(3, "is required (at least 3 characters)").max(2000);
-
-/**
- * The params of an `[id]` route (`/api/v1/users/<id>`): the one id schema (lib/kernel/input.ts).
- * Declare it as `params: idParamsSchema` and read `ctx.params.id`; anything else is a 400.
- */
-export const idParamsSchema = z.object({ id: idSchema });
 
 // --- the input boundary --------------------------------------------------------
 

@@ -2,7 +2,9 @@ import { Gauge, Registry } from "prom-client";
 import type { PrismaClient } from "../generated/prisma/client";
 import type { Database } from "../db";
 import { createPeriodicTask, type PeriodicTask } from "../db/periodic";
+import { txExecutor } from "../db/sql";
 import type { AuditAnchor } from "./index";
+import { auditStore } from "./store";
 
 /**
  * Anchors: the audit chain's head (newest entry id, its hash, the number of
@@ -31,19 +33,15 @@ export interface PublishedAnchor {
 
 /** The chain's head now, read in one statement (one snapshot); null when the trail is empty. */
 export async function readChainHead(prisma: PrismaClient, now = new Date()): Promise<PublishedAnchor | null> {
-  const rows = await prisma.$queryRaw<{ id: bigint | null; hash: string | null; occurred_at: Date | null; key_id: string | null; n: bigint }[]>`
-    SELECT a.id, a.hash, a.occurred_at, a.key_id, c.n
-      FROM (SELECT count(*)::bigint AS n FROM audit_log) c
-      LEFT JOIN LATERAL (SELECT id, hash, occurred_at, key_id FROM audit_log ORDER BY id DESC LIMIT 1) a ON true`;
-  const r = rows[0];
-  if (!r || r.id === null || r.hash === null || r.occurred_at === null) return null;
+  const r = await auditStore(txExecutor(prisma)).chainHead();
+  if (!r) return null;
   return {
     type: ANCHOR_TYPE,
     id: r.id.toString(),
     hash: r.hash,
-    count: Number(r.n),
-    occurredAt: r.occurred_at.toISOString(),
-    keyId: r.key_id,
+    count: Number(r.count),
+    occurredAt: r.occurredAt.toISOString(),
+    keyId: r.keyId,
     publishedAt: now.toISOString(),
   };
 }
@@ -71,7 +69,14 @@ export function parseAnchors(text: string): AuditAnchor[] {
   }
   return candidates.map((c, i) => {
     const a = c as Partial<PublishedAnchor>;
-    if (a?.type !== ANCHOR_TYPE || typeof a.id !== "string" || !/^\d{1,19}$/.test(a.id) || typeof a.hash !== "string" || !/^[0-9a-f]{64}$/.test(a.hash) || !Number.isSafeInteger(a.count)) {
+    if (
+      a?.type !== ANCHOR_TYPE ||
+      typeof a.id !== "string" ||
+      !/^\d{1,19}$/.test(a.id) ||
+      typeof a.hash !== "string" ||
+      !/^[0-9a-f]{64}$/.test(a.hash) ||
+      !Number.isSafeInteger(a.count)
+    ) {
       throw new Error(`anchor ${i + 1} is not an audit anchor (${JSON.stringify(c).slice(0, 200)})`);
     }
     return toAuditAnchor(a as PublishedAnchor);
@@ -104,13 +109,10 @@ export interface AnchorTick {
 
 /** Checks that a published anchor still holds: its entry exists with its hash, and as many entries up to it. */
 export async function anchorHolds(prisma: PrismaClient, a: Pick<PublishedAnchor, "id" | "hash" | "count">): Promise<string | null> {
-  const rows = await prisma.$queryRaw<{ hash: string | null; n: bigint }[]>`
-    SELECT (SELECT hash FROM audit_log WHERE id = ${BigInt(a.id)}::bigint) AS hash,
-           (SELECT count(*)::bigint FROM audit_log WHERE id <= ${BigInt(a.id)}::bigint) AS n`;
-  const r = rows[0];
-  if (!r?.hash) return `entry #${a.id} is gone`;
+  const r = await auditStore(txExecutor(prisma)).entryUpTo(BigInt(a.id));
+  if (!r.hash) return `entry #${a.id} is gone`;
   if (r.hash !== a.hash) return `entry #${a.id} has another hash now`;
-  if (Number(r.n) !== a.count) return `${r.n} entries up to #${a.id}, ${a.count} when it was published`;
+  if (Number(r.count) !== a.count) return `${r.count} entries up to #${a.id}, ${a.count} when it was published`;
   return null;
 }
 
@@ -121,7 +123,9 @@ export async function publishAnchor(prisma: PrismaClient, log: Pick<Console, "lo
     const broken = await anchorHolds(prisma, lastPublished);
     if (broken) {
       previousBroken = broken;
-      log.error(`audit chain: the anchor published at ${lastPublished.publishedAt} no longer holds: ${broken}. Run \`npm run audit -- verify\` with your published anchors.`);
+      log.error(
+        `audit chain: the anchor published at ${lastPublished.publishedAt} no longer holds: ${broken}. Run \`npm run audit -- verify\` with your published anchors.`,
+      );
     }
   }
   const anchor = await readChainHead(prisma, now);
@@ -153,9 +157,13 @@ export async function anchorMetricsText(): Promise<string> {
   if (!a) return "";
   const registry = new Registry();
   const registers = [registry];
-  new Gauge({ name: "idempotency_console_audit_anchor_entry_id", help: "Id of the newest audit entry at the last published anchor.", registers }).set(Number(a.id));
+  new Gauge({ name: "idempotency_console_audit_anchor_entry_id", help: "Id of the newest audit entry at the last published anchor.", registers }).set(
+    Number(a.id),
+  );
   new Gauge({ name: "idempotency_console_audit_anchor_entries", help: "Audit entries up to the last published anchor.", registers }).set(a.count);
-  new Gauge({ name: "idempotency_console_audit_anchor_timestamp_seconds", help: "When the last anchor was published (Unix time).", registers }).set(Date.parse(a.publishedAt) / 1000);
+  new Gauge({ name: "idempotency_console_audit_anchor_timestamp_seconds", help: "When the last anchor was published (Unix time).", registers }).set(
+    Date.parse(a.publishedAt) / 1000,
+  );
   new Gauge({
     name: "idempotency_console_audit_anchor_info",
     help: "The last published anchor: its entry id and hash as labels (keep the series: it is the outside copy of the chain head).",

@@ -1,9 +1,10 @@
-import { LOCKS } from "../db/locks";
 import { createHash, createHmac } from "node:crypto";
 import type { Prisma, PrismaClient } from "../generated/prisma/client";
 import { canonicalJson } from "../idempotency/hash";
 import { storableText } from "../db/storable";
+import { txExecutor } from "../db/sql";
 import { auditKeyring, type AuditKeyring } from "./keys";
+import { auditStore } from "./store";
 import type { Principal } from "../auth/permissions";
 
 /**
@@ -15,7 +16,6 @@ import type { Principal } from "../auth/permissions";
  */
 
 export const GENESIS_HASH = "0".repeat(64);
-// Serialises appends so the chain stays a single line (transaction-scoped lock).
 
 export type AuditOutcome = "done" | "refused" | "failed";
 
@@ -77,9 +77,7 @@ function storableJson(v: unknown): unknown {
 /** JSON-safe copy: bigint → string, Date → ISO string, undefined dropped, text storable. What is stored is what is hashed. */
 export function auditJson(value: unknown): Prisma.InputJsonValue | null {
   if (value === undefined || value === null) return null;
-  return storableJson(
-    JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v))),
-  ) as Prisma.InputJsonValue;
+  return storableJson(JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v)))) as Prisma.InputJsonValue;
 }
 
 interface HashedFields {
@@ -143,10 +141,9 @@ type Tx = Prisma.TransactionClient;
  * entry commit together or not at all. Use `audit()` when there is no change.
  */
 export async function appendAudit(tx: Tx, input: AuditInput) {
-  // $executeRaw: the lock function returns void, which $queryRaw cannot deserialize.
   // The key first: without one nothing is written (and no lock taken).
   const { current } = auditKeyring();
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.auditChain}::bigint)`;
+  await auditStore(txExecutor(tx)).lockChain();
   const last = await tx.auditEntry.findFirst({ orderBy: { id: "desc" }, select: { hash: true } });
   const prevHash = last?.hash ?? GENESIS_HASH;
   const a = input.actor;
@@ -295,7 +292,8 @@ export async function verifyAuditChain(
       const anchor = anchors[nextAnchor]?.id === e.id ? anchors[nextAnchor++] : undefined;
       if (anchor) {
         anchorsChecked++;
-        if (anchor.hash !== e.hash) report({ id: e.id, problem: "anchor_mismatch", expected: anchor.hash, found: e.hash, detail: "the entry's hash differs from the published anchor" });
+        if (anchor.hash !== e.hash)
+          report({ id: e.id, problem: "anchor_mismatch", expected: anchor.hash, found: e.hash, detail: "the entry's hash differs from the published anchor" });
         else if (anchor.count !== checked) {
           report({ id: e.id, problem: "anchor_mismatch", detail: `${checked} entries up to this one; the published anchor says ${anchor.count}` });
         }
@@ -309,7 +307,22 @@ export async function verifyAuditChain(
   // Anchors beyond the last entry: the newest entries were cut off.
   for (const a of anchors.slice(nextAnchor)) {
     anchorsChecked++;
-    report({ id: a.id, problem: "anchor_missing", expected: a.hash, detail: `the published anchor's entry #${a.id} is gone (the chain now ends at ${lastId === null ? "nothing" : `#${lastId}`})` });
+    report({
+      id: a.id,
+      problem: "anchor_missing",
+      expected: a.hash,
+      detail: `the published anchor's entry #${a.id} is gone (the chain now ends at ${lastId === null ? "nothing" : `#${lastId}`})`,
+    });
   }
-  return { intact: breakCount === 0, checked, unkeyed, breaks, breakCount, ...(breaks.length ? { brokenAt: breaks[0] } : {}), anchorsChecked, lastId, lastHash: prev };
+  return {
+    intact: breakCount === 0,
+    checked,
+    unkeyed,
+    breaks,
+    breakCount,
+    ...(breaks.length ? { brokenAt: breaks[0] } : {}),
+    anchorsChecked,
+    lastId,
+    lastHash: prev,
+  };
 }

@@ -12,7 +12,7 @@ import { loadOrCreateSecretFile, MIN_SECRET_LENGTH } from "../auth/config";
  *   lines retired keys (verify only); `#` lines and blank lines are ignored.
  * - AUDIT_HMAC_OLD_KEYS: retired keys, comma-separated (with AUDIT_HMAC_KEY).
  * - Neither, embedded demo (no DATABASE_URL): generated once into .data/audit-hmac-key.
- *   On PostgreSQL the server refuses to start without a key (lib/auth/config.ts).
+ *   On a database server (PostgreSQL, MySQL) the server refuses to start without a key (lib/auth/config.ts).
  *
  * Rotation: make the new key current and keep the old one among the retired
  * keys; entries name their key by fingerprint (key_id), so older entries keep
@@ -54,7 +54,10 @@ function configuredKeys(env: Env, cwd: string): { keys: string[]; source: string
     return { keys, source: resolved };
   }
   if (fromEnv) {
-    const old = (env.AUDIT_HMAC_OLD_KEYS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+    const old = (env.AUDIT_HMAC_OLD_KEYS ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
     return { keys: [fromEnv, ...old], source: "AUDIT_HMAC_KEY" };
   }
   return null;
@@ -71,12 +74,14 @@ export function enforceAuditKey(env: Env = process.env): void {
   console.log(`audit: entries are keyed with ${ring.current.id} (${ring.all.size} key${ring.all.size === 1 ? "" : "s"} known, from ${ring.source})`);
 }
 
-/** Problems that must stop the server: a malformed key setting anywhere, a missing key on PostgreSQL. */
+/** Problems that must stop the server: a malformed key setting anywhere, a missing key on a database server. */
 export function auditKeyProblems(env: Env = process.env, cwd = process.cwd()): string[] {
   const c = configuredKeys(env, cwd);
   if (c === null) {
     return env.DATABASE_URL
-      ? [`AUDIT_HMAC_KEY (or AUDIT_HMAC_KEY_FILE) must be set to a random value of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 48\`): it keys the audit chain`]
+      ? [
+          `AUDIT_HMAC_KEY (or AUDIT_HMAC_KEY_FILE) must be set to a random value of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 48\`): it keys the audit chain`,
+        ]
       : [];
   }
   if ("problem" in c) return [c.problem];
@@ -95,7 +100,7 @@ export function auditKeyring(env: Env = process.env, cwd = process.cwd()): Audit
   // A key file is read again when it changes (rotation without a restart).
   const file = env.AUDIT_HMAC_KEY_FILE?.trim() ? path.resolve(cwd, env.AUDIT_HMAC_KEY_FILE.trim()) : null;
   const fileStamp = file && existsSync(file) ? statSync(file).mtimeMs : 0;
-  const stamp = [env.AUDIT_HMAC_KEY, file, fileStamp, env.AUDIT_HMAC_OLD_KEYS, env.DATABASE_URL ? "pg" : "embedded", cwd].join("\u0001");
+  const stamp = [env.AUDIT_HMAC_KEY, file, fileStamp, env.AUDIT_HMAC_OLD_KEYS, env.DATABASE_URL ? "server" : "embedded", cwd].join("\u0001");
   if (cached?.stamp === stamp) return cached.ring;
   const problems = auditKeyProblems(env, cwd);
   if (problems.length) throw new Error(`The audit trail cannot be written: ${problems.join("; ")}`);

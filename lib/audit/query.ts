@@ -1,5 +1,8 @@
+import { csvCell } from "../kernel/csv";
 import { z } from "zod";
-import type { AuditEntry, Prisma, PrismaClient } from "../generated/prisma/client";
+import { txExecutor } from "../db/sql";
+import type { AuditEntry, PrismaClient } from "../generated/prisma/client";
+import { auditStore, type AuditEntryFilter } from "./store";
 
 /**
  * Reading the audit trail: the filters the console and the API accept (zod, from
@@ -14,8 +17,7 @@ export const DEFAULT_AUDIT_PAGE = 50;
 export const MAX_AUDIT_EXPORT_ROWS = 100_000;
 
 // A query string says "actor=" for an empty form field: treat it as absent.
-const optional = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), schema.optional());
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), schema.optional());
 
 /** Date.parse rolls 2026-02-30 over to March; a filter should say it is wrong instead. */
 function realDate(v: string): boolean {
@@ -45,7 +47,13 @@ export const auditFilterShape = {
       .max(200)
       .regex(/^[\x20-\x7e]+$/, "must be printable ASCII, e.g. users.create or users.*"),
   ),
-  targetTable: optional(z.string().trim().max(63).regex(/^[a-z_][a-z0-9_]*$/, "must be a table name such as console_users")),
+  targetTable: optional(
+    z
+      .string()
+      .trim()
+      .max(63)
+      .regex(/^[a-z_][a-z0-9_]*$/, "must be a table name such as console_users"),
+  ),
   targetId: optional(z.string().trim().max(200)),
   outcome: optional(z.enum(AUDIT_OUTCOMES)),
   /** occurred_at ≥ from */
@@ -70,7 +78,12 @@ export const auditQuerySchema = z
         .pipe(z.number().int().min(1, `must be from 1 to ${MAX_AUDIT_PAGE}`).max(MAX_AUDIT_PAGE, `must be at most ${MAX_AUDIT_PAGE}`)),
     ),
     /** Keyset cursor: the id of the last entry already seen (entries with smaller ids follow). */
-    cursor: optional(z.string().regex(/^\d{1,19}$/, "must be an entry id").transform((v) => BigInt(v))),
+    cursor: optional(
+      z
+        .string()
+        .regex(/^\d{1,19}$/, "must be an entry id")
+        .transform((v) => BigInt(v)),
+    ),
   })
   .strict()
   .refine(fromBeforeTo, fromBeforeToIssue);
@@ -94,31 +107,26 @@ export function filtersToParams(f: AuditFilters): Record<string, string> {
   return out;
 }
 
-// Prisma passes startsWith to LIKE without escaping its wildcards.
-const likePrefix = (s: string) => s.replace(/[\\%_]/g, "\\$&");
-
-function whereOf(f: AuditFilters, before?: bigint): Prisma.AuditEntryWhereInput {
-  const and: Prisma.AuditEntryWhereInput[] = [];
-  if (f.actor !== undefined) {
-    // Digits: the user id (index audit_log_actor_id_occurred_at_idx); otherwise the label's start.
-    and.push(/^\d{1,19}$/.test(f.actor) ? { actorId: f.actor } : { actorLabel: { startsWith: likePrefix(f.actor), mode: "insensitive" } });
-  }
-  if (f.action !== undefined) {
-    and.push(f.action.endsWith("*") ? { action: { startsWith: likePrefix(f.action.slice(0, -1)) } } : { action: f.action });
-  }
-  if (f.targetTable !== undefined) and.push({ targetTable: f.targetTable });
-  if (f.targetId !== undefined) and.push({ targetId: f.targetId });
-  if (f.outcome !== undefined) and.push({ outcome: f.outcome });
-  if (f.from) and.push({ occurredAt: { gte: f.from } });
-  if (f.to) and.push({ occurredAt: { lt: f.to } });
-  if (before !== undefined) and.push({ id: { lt: before } });
-  return and.length ? { AND: and } : {};
+function filterOf(f: AuditFilters, before?: bigint): AuditEntryFilter {
+  // Digits: the user id (index audit_log_actor_id_occurred_at_idx); otherwise the label's start.
+  const byId = f.actor !== undefined && /^\d{1,19}$/.test(f.actor);
+  const prefix = f.action?.endsWith("*");
+  return {
+    ...(f.actor !== undefined ? (byId ? { actorId: f.actor } : { actorLabelPrefix: f.actor }) : {}),
+    ...(f.action !== undefined ? (prefix ? { actionPrefix: f.action.slice(0, -1) } : { action: f.action }) : {}),
+    targetTable: f.targetTable,
+    targetId: f.targetId,
+    outcome: f.outcome,
+    from: f.from,
+    to: f.to,
+    before,
+  };
 }
 
 /** One page, newest first; `nextCursor` is null on the last page. */
 export async function listAudit(prisma: PrismaClient, q: AuditQuery): Promise<{ entries: AuditEntry[]; nextCursor: string | null }> {
   const limit = q.limit ?? DEFAULT_AUDIT_PAGE;
-  const rows = await prisma.auditEntry.findMany({ where: whereOf(q, q.cursor), orderBy: { id: "desc" }, take: limit + 1 });
+  const rows = await auditStore(txExecutor(prisma)).entries(filterOf(q, q.cursor), { take: limit + 1 });
   const entries = rows.slice(0, limit);
   return { entries, nextCursor: rows.length > limit ? entries[entries.length - 1].id.toString() : null };
 }
@@ -199,18 +207,6 @@ function json(v: unknown): string | null {
   return v === null || v === undefined ? null : JSON.stringify(v);
 }
 
-/**
- * One CSV cell (RFC 4180): quoted when it holds a comma, quote, CR or LF, quotes
- * doubled. A cell a spreadsheet would run as a formula (= + - @, or a leading
- * tab/CR) gets a leading single quote, so opening the export runs nothing.
- */
-export function csvCell(value: string | null | undefined): string {
-  if (value === null || value === undefined) return "";
-  let s = value;
-  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
 export function csvHeader(): string {
   return AUDIT_CSV_COLUMNS.map(([name]) => name).join(",") + "\r\n";
 }
@@ -232,8 +228,8 @@ export function toCsv(entries: readonly (AuditEntry | AuditEntryJson)[]): string
 
 /** True when more than `maxRows` entries match (the export stops at maxRows). */
 export async function exportExceeds(prisma: PrismaClient, filters: AuditFilters, beforeId: bigint | undefined, maxRows = MAX_AUDIT_EXPORT_ROWS) {
-  const beyond = await prisma.auditEntry.findFirst({ where: whereOf(filters, beforeId), orderBy: { id: "desc" }, skip: maxRows, select: { id: true } });
-  return beyond !== null;
+  const beyond = await auditStore(txExecutor(prisma)).entries(filterOf(filters, beforeId), { skip: maxRows, take: 1 });
+  return beyond.length > 0;
 }
 
 /**
@@ -253,7 +249,7 @@ export async function* auditCsvChunks(
   let sent = 0;
   while (sent < maxRows) {
     const take = Math.min(pageSize, maxRows - sent);
-    const page = await prisma.auditEntry.findMany({ where: whereOf(filters, cursor), orderBy: { id: "desc" }, take });
+    const page = await auditStore(txExecutor(prisma)).entries(filterOf(filters, cursor), { take });
     if (page.length === 0) return;
     yield csvRows(page);
     sent += page.length;
@@ -265,8 +261,18 @@ export async function* auditCsvChunks(
 /** GET /api/v1/audit/verify: optionally a published anchor to check (all three fields, or none). */
 export const verifyQuerySchema = z
   .object({
-    anchorId: optional(z.string().regex(/^\d{1,19}$/, "must be an entry id").transform((v) => BigInt(v))),
-    anchorHash: optional(z.string().trim().regex(/^[0-9a-f]{64}$/, "must be the anchor's hash (64 lowercase hex digits)")),
+    anchorId: optional(
+      z
+        .string()
+        .regex(/^\d{1,19}$/, "must be an entry id")
+        .transform((v) => BigInt(v)),
+    ),
+    anchorHash: optional(
+      z
+        .string()
+        .trim()
+        .regex(/^[0-9a-f]{64}$/, "must be the anchor's hash (64 lowercase hex digits)"),
+    ),
     anchorCount: optional(
       z
         .string()
@@ -275,7 +281,10 @@ export const verifyQuerySchema = z
     ),
   })
   .strict()
-  .refine((q) => [q.anchorId, q.anchorHash, q.anchorCount].every((v) => v === undefined) || [q.anchorId, q.anchorHash, q.anchorCount].every((v) => v !== undefined), {
-    message: "give anchorId, anchorHash and anchorCount together (from a published anchor)",
-    path: ["anchorId"],
-  });
+  .refine(
+    (q) => [q.anchorId, q.anchorHash, q.anchorCount].every((v) => v === undefined) || [q.anchorId, q.anchorHash, q.anchorCount].every((v) => v !== undefined),
+    {
+      message: "give anchorId, anchorHash and anchorCount together (from a published anchor)",
+      path: ["anchorId"],
+    },
+  );

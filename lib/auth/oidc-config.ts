@@ -65,7 +65,10 @@ export function oidcConfigFromEnv(env: Record<string, string | undefined> = proc
  */
 export function parseRoleMap(raw: string | undefined): Map<string, Role[]> {
   const map = new Map<string, Role[]>();
-  for (const pair of (raw ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = pair.lastIndexOf("=");
     const group = eq > 0 ? pair.slice(0, eq).trim() : "";
     const role = eq > 0 ? pair.slice(eq + 1).trim() : "";
@@ -78,7 +81,10 @@ export function parseRoleMap(raw: string | undefined): Map<string, Role[]> {
 }
 
 function parseGroupsClaims(raw: string | undefined): string[] {
-  const claims = (raw ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const claims = (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const c of claims) {
     if (!/^[A-Za-z0-9_:/.-]+$/.test(c)) throw new Error(`OIDC_GROUPS_CLAIM: "${c}" is not a claim name (letters, digits, _ : / - and dots for nested claims)`);
   }

@@ -83,7 +83,11 @@ interface ConsoleAuthUser extends User {
 
 /** The claims the console needs besides sub: an email, a name, the groups. */
 function missingClaims(claims: Record<string, unknown>, config: OidcConfig): boolean {
-  return typeof claims.email !== "string" || (typeof claims.name !== "string" && typeof claims.preferred_username !== "string") || groupsFromClaims(claims, config.groupsClaims).length === 0;
+  return (
+    typeof claims.email !== "string" ||
+    (typeof claims.name !== "string" && typeof claims.preferred_username !== "string") ||
+    groupsFromClaims(claims, config.groupsClaims).length === 0
+  );
 }
 
 function oidcProvider(config: OidcConfig, scope: string): OAuthConfig<Record<string, unknown>> {

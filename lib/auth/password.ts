@@ -1,5 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from "node:crypto";
 import { z } from "zod";
+import { isStorableText } from "../db/storable";
 
 /**
  * Console passwords: scrypt (memory-hard) from node:crypto, stored as
@@ -26,13 +27,15 @@ export const PASSWORD_MAX_LENGTH = 200;
 /**
  * The password policy: 12 to 200 characters (counted as Unicode code points),
  * not only whitespace. Length is what matters (NIST SP 800-63B); no composition
- * rules. The upper bound keeps hashing cost bounded.
+ * rules. The upper bound keeps hashing cost bounded. No NUL or lone surrogate.
  */
 export const passwordSchema = z
   .string({ error: "must be a string" })
   .refine((s) => [...s].length >= PASSWORD_MIN_LENGTH, `must be at least ${PASSWORD_MIN_LENGTH} characters`)
   .refine((s) => [...s].length <= PASSWORD_MAX_LENGTH, `must be at most ${PASSWORD_MAX_LENGTH} characters`)
-  .refine((s) => s.trim().length > 0, "must not be only whitespace");
+  .refine((s) => s.trim().length > 0, "must not be only whitespace")
+  // Sign-in refuses these (lib/auth/sign-in.ts): a password holding one could never be used.
+  .refine(isStorableText, "must not contain NUL or unpaired surrogate characters");
 
 /** null when the password satisfies the policy, else a message (which never contains the password). */
 export function passwordPolicyError(plain: string): string | null {
@@ -42,9 +45,7 @@ export function passwordPolicyError(plain: string): string | null {
 
 function deriveKey(plain: string, salt: Buffer, N: number, r: number, p: number, keyLength: number): Promise<Buffer> {
   const options: ScryptOptions = { N, r, p, maxmem: maxmemFor(N, r) };
-  return new Promise((resolve, reject) =>
-    scrypt(plain.normalize("NFC"), salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
-  );
+  return new Promise((resolve, reject) => scrypt(plain.normalize("NFC"), salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))));
 }
 
 /** Hashes a password that satisfies the policy (throws otherwise, without echoing it). */

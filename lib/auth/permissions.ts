@@ -14,6 +14,7 @@ export const PERMISSIONS = {
   "compensations.approve": "Approve or reject someone else's compensation",
   "purges.run": "Dry-run and run retention purges",
   "legal_holds.manage": "Set and lift legal holds",
+  "alerts.acknowledge": "Acknowledge insight alerts (each acknowledgement is audited)",
   "retention.manage": "Edit retention policies",
   "audit.read": "Read the audit log and verify its chain",
   "audit.export": "Export the audit log",
@@ -44,17 +45,18 @@ export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
     "compensations.request",
     "purges.run",
     "legal_holds.manage",
+    "alerts.acknowledge",
   ],
   /** Approvers: the second pair of eyes on compensations. */
   approver: [...everyone, "records.read_body", "compensations.approve"],
   /** Admins: users, roles, tokens, retention policies. */
-  admin: [...everyone, "users.manage", "tokens.manage", "retention.manage", "audit.read", "audit.export"],
+  admin: [...everyone, "users.manage", "tokens.manage", "retention.manage", "audit.read", "audit.export", "alerts.acknowledge"],
 };
 
 export const ROLE_DESCRIPTIONS: Record<Role, string> = {
   viewer: "Engineer: metrics and records, no response bodies",
   support: "Support: read everything, reveal masked fields, export",
-  operator: "Operator: reconcile, resolve, compensate, purge",
+  operator: "Operator: reconcile, resolve, compensate, purge, acknowledge alerts",
   approver: "Approver: approves compensations",
   admin: "Admin: users, roles, tokens, retention policies",
 };

@@ -50,7 +50,10 @@ function parseCookies(header: string): Record<string, string> {
     if (eq < 1) continue;
     const name = part.slice(0, eq).trim();
     if (name in out) continue;
-    const raw = part.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+    const raw = part
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, "$1");
     try {
       out[name] = decodeURIComponent(raw);
     } catch {

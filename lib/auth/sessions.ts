@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { ConsoleSession, ConsoleUser, Prisma, PrismaClient } from "../generated/prisma/client";
 import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { NotFoundError } from "../kernel/errors";
 
 /**
@@ -62,7 +62,12 @@ export async function createSession(prisma: PrismaClient | Tx, s: NewSession): P
  * cookie's user and not disabled); null when revoked, expired, unknown or
  * disabled. Records the use at most once a minute.
  */
-export async function liveSession(prisma: PrismaClient, secret: string, userId: bigint, now = new Date()): Promise<(ConsoleSession & { user: ConsoleUser }) | null> {
+export async function liveSession(
+  prisma: PrismaClient,
+  secret: string,
+  userId: bigint,
+  now = new Date(),
+): Promise<(ConsoleSession & { user: ConsoleUser }) | null> {
   const session = await prisma.consoleSession.findUnique({ where: { secretHash: sessionSecretHash(secret) }, include: { user: true } });
   if (!session || session.userId !== userId || session.revokedAt || session.expiresAt <= now || session.user.disabledAt) return null;
   if (now.getTime() - session.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {

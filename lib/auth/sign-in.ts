@@ -1,5 +1,6 @@
 import type { ConsoleSession, ConsoleUser, PrismaClient } from "../generated/prisma/client";
 import { appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
+import { isStorableText, storableText } from "../db/storable";
 import { PASSWORD_MAX_LENGTH, hashPassword, passwordNeedsRehash, verifyPassword } from "./password";
 import { groupsFromClaim, oidcConfigFromEnv, parseRoleMap, rolesFromGroups } from "./oidc-config";
 import { discover, endSessionUrl } from "./oidc-discovery";
@@ -60,6 +61,16 @@ export interface PasswordSignInOptions {
  * dummy hash for unknown and SSO-only users, so every path costs one scrypt;
  * record the attempt; audit. A disabled account is only reported as disabled
  * to someone who knows its password; anyone else gets "wrong credentials".
+ *
+ * Text the database cannot store (lib/db/storable.ts: NUL, unpaired UTF-16
+ * surrogates) is never accepted as a credential: the API's input boundary
+ * refuses it in every request body, and scrypt would ignore trailing NULs (HMAC
+ * zero-pads its key: "pw\0" would pass for "pw") and read every lone surrogate
+ * as U+FFFD. Such an attempt is refused as wrong credentials, exactly like an
+ * unknown email (throttle check, one dummy scrypt, attempt recorded, audited
+ * with reason "unstorable_email" / "unstorable_password"), but the database only
+ * ever sees the email with those characters replaced by U+FFFD (issue 11: NUL
+ * made PostgreSQL fail with 22021, a 500).
  */
 export async function passwordSignIn(
   prisma: PrismaClient,
@@ -67,7 +78,8 @@ export async function passwordSignIn(
   meta: RequestMeta,
   opts: PasswordSignInOptions = {},
 ): Promise<SignInResult> {
-  const ip = meta.ip || "unknown";
+  // lib/http/client-address.ts yields an address; storable whatever a caller passes.
+  const ip = storableText(meta.ip || "unknown");
   const rawEmail = typeof input.email === "string" ? input.email : "";
   const password = typeof input.password === "string" ? input.password : "";
   // Cheap length checks first (a huge string is refused before anything scans it).
@@ -76,7 +88,11 @@ export async function passwordSignIn(
     password.length > PASSWORD_MAX_LENGTH * 2 ||
     [...password].length > PASSWORD_MAX_LENGTH ||
     normaliseEmail(rawEmail).length > EMAIL_MAX_LENGTH;
-  const email = overlong ? normaliseEmail(rawEmail.slice(0, EMAIL_MAX_LENGTH)) : normaliseEmail(rawEmail);
+  // Checked only once the length is bounded (a regex scan, then).
+  const unstorableEmail = !overlong && !isStorableText(rawEmail);
+  const unstorablePassword = !overlong && !isStorableText(password);
+  // What reaches the database (throttle, attempts, audit): storable, whatever was sent.
+  const email = storableText(normaliseEmail(overlong ? rawEmail.slice(0, EMAIL_MAX_LENGTH) : rawEmail));
   const refuse = async (refusal: SignInRefusal, reason: string, user?: ConsoleUser | null, record = true): Promise<SignInResult> => {
     await prisma.$transaction(async (tx) => {
       if (record) await recordSignInAttempt(tx, email, ip, false, opts.now);
@@ -98,17 +114,16 @@ export async function passwordSignIn(
   const now = opts.now ?? new Date();
   const throttle = await checkSignInThrottle(prisma, email, ip, now, opts.policy ?? DEFAULT_THROTTLE);
   if (throttle.throttled) {
-    return refuse(
-      { code: "throttled", scope: throttle.scope, waitMinutes: waitMinutes(throttle.retryAfterMs) },
-      `throttled_${throttle.scope}`,
-      null,
-      false,
-    );
+    return refuse({ code: "throttled", scope: throttle.scope, waitMinutes: waitMinutes(throttle.retryAfterMs) }, `throttled_${throttle.scope}`, null, false);
   }
 
-  const user = await prisma.consoleUser.findUnique({ where: { email } });
-  // verifyPassword runs a dummy scrypt when there is no usable hash (unknown or SSO-only user).
-  const matches = await verifyPassword(password, user?.passwordHash ?? null);
+  // An unstorable email names no account (its storable form might: do not look it up).
+  const user = unstorableEmail ? null : await prisma.consoleUser.findUnique({ where: { email } });
+  // verifyPassword runs a dummy scrypt when there is no usable hash (unknown or SSO-only user);
+  // an unstorable credential costs that one dummy scrypt too, so it looks like any wrong password.
+  const unstorable = unstorableEmail || unstorablePassword;
+  const matches = await verifyPassword(password, unstorable ? null : (user?.passwordHash ?? null));
+  if (unstorable) return refuse({ code: "wrong_credentials" }, unstorableEmail ? "unstorable_email" : "unstorable_password", user);
   if (!user) return refuse({ code: "wrong_credentials" }, "unknown_email");
   if (!matches) return refuse({ code: "wrong_credentials" }, user.passwordHash ? "wrong_password" : "no_password", user);
   if (user.disabledAt) return refuse({ code: "disabled" }, "account_disabled", user);
@@ -335,7 +350,7 @@ export async function auditSsoFailure(
 ): Promise<boolean> {
   const m = /^\/api\/auth\/(callback|signin)\/([^/]+)$/.exec(input.path);
   if (!m || m[2] === "credentials" || !input.location) return false;
-  let error: string | null = null;
+  let error: string | null;
   try {
     error = new URL(input.location, "http://console.invalid").searchParams.get("error");
   } catch {

@@ -1,4 +1,6 @@
+import { txExecutor } from "../db/sql";
 import type { PrismaClient } from "../generated/prisma/client";
+import { authStore } from "./store";
 
 /**
  * Sign-in throttling over `sign_in_attempts`, checked BEFORE the password is
@@ -57,9 +59,7 @@ export function waitMinutes(retryAfterMs: number): number {
   return Math.max(1, Math.ceil(retryAfterMs / 60_000));
 }
 
-export type ThrottleResult =
-  | { throttled: false }
-  | { throttled: true; scope: "account" | "ip"; retryAfterMs: number };
+export type ThrottleResult = { throttled: false } | { throttled: true; scope: "account" | "ip"; retryAfterMs: number };
 
 /** Reads the newest failures of this account and this IP and decides. */
 export async function checkSignInThrottle(
@@ -70,27 +70,10 @@ export async function checkSignInThrottle(
   policy: ThrottlePolicy = DEFAULT_THROTTLE,
 ): Promise<ThrottleResult> {
   const since = new Date(now.getTime() - policy.windowMs);
+  const store = authStore(txExecutor(prisma));
   // Per account: failures in the window after the last success (both via the email index).
-  const accountRows = await prisma.$queryRaw<{ attempted_at: Date }[]>`
-    SELECT attempted_at FROM sign_in_attempts
-     WHERE email = ${email} AND NOT succeeded
-       AND attempted_at > GREATEST(${since}::timestamptz, COALESCE(
-             (SELECT max(attempted_at) FROM sign_in_attempts WHERE email = ${email} AND succeeded AND attempted_at > ${since}::timestamptz),
-             ${since}::timestamptz))
-     ORDER BY attempted_at DESC
-     LIMIT ${policy.maxFailuresPerAccount}`;
-  const account = throttleDecision(
-    accountRows.map((r) => new Date(r.attempted_at)),
-    policy.maxFailuresPerAccount,
-    policy.windowMs,
-    now,
-  );
-  const ipRows = await prisma.$queryRaw<{ attempted_at: Date }[]>`
-    SELECT attempted_at FROM sign_in_attempts
-     WHERE ip = ${ip} AND NOT succeeded AND attempted_at > ${since}::timestamptz
-     ORDER BY attempted_at DESC
-     LIMIT ${policy.maxFailuresPerIp}`;
-  const byIp = throttleDecision(ipRows.map((r) => new Date(r.attempted_at)), policy.maxFailuresPerIp, policy.windowMs, now);
+  const account = throttleDecision(await store.accountFailures(email, since, policy.maxFailuresPerAccount), policy.maxFailuresPerAccount, policy.windowMs, now);
+  const byIp = throttleDecision(await store.ipFailures(ip, since, policy.maxFailuresPerIp), policy.maxFailuresPerIp, policy.windowMs, now);
   if (account.throttled && (!byIp.throttled || account.retryAfterMs >= byIp.retryAfterMs)) {
     return { throttled: true, scope: "account", retryAfterMs: account.retryAfterMs };
   }

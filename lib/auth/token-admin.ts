@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ApiToken, ConsoleUser, PrismaClient } from "../generated/prisma/client";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { appendAudit, type RequestMeta } from "../audit";
 import { ALL_PERMISSIONS, can, permissionsOf, type Permission } from "./permissions";
 import { generateToken } from "./tokens";

@@ -10,7 +10,11 @@ import { isPermission, permissionsOf, type Permission, type Principal, type Role
 const TOKEN_RE = /^ic_([a-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
 
 export function generateToken(): { token: string; prefix: string; hash: string } {
-  const prefix = randomBytes(9).toString("base64url").toLowerCase().replace(/[^a-z0-9]/g, "0").slice(0, 12);
+  const prefix = randomBytes(9)
+    .toString("base64url")
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, "0")
+    .slice(0, 12);
   const secret = randomBytes(32).toString("base64url");
   return { token: `ic_${prefix}_${secret}`, prefix, hash: sha256(secret) };
 }
@@ -20,8 +24,7 @@ function sha256(s: string): string {
 }
 
 export type TokenCheck =
-  | { ok: true; principal: Principal; token: ApiToken }
-  | { ok: false; reason: "malformed" | "unknown" | "revoked" | "expired" | "user_disabled" };
+  { ok: true; principal: Principal; token: ApiToken } | { ok: false; reason: "malformed" | "unknown" | "revoked" | "expired" | "user_disabled" };
 
 /** Verifies a bearer token and builds its principal: scopes ∩ the owner's current permissions. */
 export async function verifyApiToken(prisma: PrismaClient, raw: string, now = new Date()): Promise<TokenCheck> {

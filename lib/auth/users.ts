@@ -1,10 +1,12 @@
-import { LOCKS } from "../db/locks";
+import { isUniqueViolation } from "../db/errors";
 import { z } from "zod";
+import { txExecutor } from "../db/sql";
 import { idSchema } from "../kernel/input";
 import type { ConsoleUser, PrismaClient } from "../generated/prisma/client";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { actorOf, appendAudit, audit, type AuditActor, type RequestMeta } from "../audit";
 import { liveSessionCounts, revokeUserSessions } from "./sessions";
+import { authStore } from "./store";
 import { hashPassword, passwordSchema } from "./password";
 import { can, ROLES, type Permission, type Principal, type Role } from "./permissions";
 import { ProblemError } from "../kernel/problem";
@@ -198,15 +200,8 @@ function userSnapshot(u: ConsoleUser) {
 }
 
 const USERS_TABLE = "console_users";
-// Serialises role/disable changes so the last-admin check cannot race (transaction-scoped).
 
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: string } } } } | null;
-  return e?.code === "P2002" || e?.meta?.driverAdapterError?.cause?.kind === "UniqueConstraintViolation";
-}
-
-const duplicateEmail = (email: string) =>
-  new StateConflictError(`A user with the email ${email} already exists; change that user's roles instead.`);
+const duplicateEmail = (email: string) => new StateConflictError(`A user with the email ${email} already exists; change that user's roles instead.`);
 
 // ---------------------------------------------------------------------------
 // Operations
@@ -261,17 +256,14 @@ export async function updateUser(
   return auditRefusals(prisma, actor, { action: "users.update", target, reason: input.reason, request }, async () => {
     requirePermission(actor, "users.manage");
     return prisma.$transaction(async (tx) => {
-      // $executeRaw: the lock function returns void, which $queryRaw cannot deserialize.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.userAdmin}::bigint)`;
+      const store = authStore(txExecutor(tx));
+      await store.lockUserAdmin();
       const before = await tx.consoleUser.findUnique({ where: { id: input.userId } });
       if (!before) throw new NotFoundError(`No user with id ${input.userId}.`);
       const wasDisabled = before.disabledAt !== null;
       const roles = input.roles ?? canonicalRoles(before.roles);
       const disabled = input.disabled ?? wasDisabled;
-      const changes = [
-        ...(roles.join(",") !== canonicalRoles(before.roles).join(",") ? ["roles"] : []),
-        ...(disabled !== wasDisabled ? ["disabled"] : []),
-      ];
+      const changes = [...(roles.join(",") !== canonicalRoles(before.roles).join(",") ? ["roles"] : []), ...(disabled !== wasDisabled ? ["disabled"] : [])];
 
       const self = !isSystemActor(actor) && actor.userId === before.id;
       if (self && disabled && !wasDisabled) {
@@ -280,10 +272,7 @@ export async function updateUser(
       const wasActiveAdmin = before.roles.includes("admin") && !wasDisabled;
       if (wasActiveAdmin && (!roles.includes("admin") || disabled)) {
         if (self) throw new AdminLockoutError("You cannot remove your own admin role; ask another admin.");
-        const otherAdmins = await tx.consoleUser.count({
-          where: { roles: { has: "admin" }, disabledAt: null, id: { not: before.id } },
-        });
-        if (otherAdmins === 0) {
+        if ((await store.otherActiveAdmins(before.id)) === 0) {
           throw new AdminLockoutError(`${before.email} is the last active admin; make another user admin first.`);
         }
       }

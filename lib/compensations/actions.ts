@@ -6,14 +6,11 @@ import type { Principal } from "../auth/permissions";
 import { auditRefusals } from "../auth/users";
 import type { Database } from "../db/client";
 import type { SqlExecutor } from "../db/sql";
-import type { Prisma } from "../generated/prisma/client";
 import { adapterFor } from "../providers/registry";
 import { ProviderUnavailableError, UnknownProviderError } from "../providers/types";
 import { leaseSeconds as configuredLease } from "./config";
 import {
-  CLAIMS_SQL,
   COMPENSATION_STATES,
-  compensationColumns,
   COMPENSATIONS_TABLE,
   getCompensation,
   listCompensations,
@@ -29,6 +26,7 @@ import { ProblemError } from "../kernel/problem";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
 import { ForbiddenError } from "../kernel/errors";
 import type { Page } from "../db/paging";
+import { compensationStore, type CompensatedRecord, type CompensationStore } from "./store";
 
 /**
  * The compensation process: request → four-eyes decision → execution through the
@@ -48,10 +46,8 @@ import type { Page } from "../db/paging";
  * - Lock order is record, then compensation, everywhere: no deadlocks between them.
  */
 
-type Tx = Prisma.TransactionClient;
-
 export interface CompensationContext {
-  database: Pick<Database, "prisma" | "sql">;
+  database: Pick<Database, "prisma" | "sql" | "dialect">;
   principal: Principal;
   request?: RequestMeta;
   /** Overrides COMPENSATION_LEASE_SECONDS (see config.ts). */
@@ -119,7 +115,7 @@ export async function listCompensationViews(
 
 /** Compensations per state (the screen's tab counts): one pass over (state, requested_at). */
 export async function countByState(sql: SqlExecutor): Promise<Record<CompensationState, number>> {
-  const rows = await sql.query<{ state: CompensationState; n: bigint }>(`SELECT state, count(*) AS n FROM compensations GROUP BY state`);
+  const rows = await compensationStore(sql).countByState();
   const counts = Object.fromEntries(COMPENSATION_STATES.map((s) => [s, 0])) as Record<CompensationState, number>;
   for (const r of rows) counts[r.state] = Number(r.n);
   return counts;
@@ -127,46 +123,19 @@ export async function countByState(sql: SqlExecutor): Promise<Record<Compensatio
 
 // --- Request ----------------------------------------------------------------------------------
 
-interface LockedRecord {
-  id: bigint;
-  scope: string;
-  operation: string;
-  idempotencyKey: string;
-  status: string;
-  resourceType: string | null;
-  provider: string | null;
-  providerReference: string | null;
-  amountMinor: bigint | null;
-  currency: string | null;
-}
-
-async function lockRecord(sql: SqlExecutor, id: bigint): Promise<LockedRecord | undefined> {
-  const [row] = await sql.query<LockedRecord>(
-    `SELECT id, scope, operation, idempotency_key AS "idempotencyKey", status, resource_type AS "resourceType", provider, provider_reference AS "providerReference",
-            amount_minor AS "amountMinor", currency
-       FROM idempotency_records WHERE id = $1::bigint FOR UPDATE`,
-    [id],
-  );
-  return row;
-}
-
-/** Sum of what the record's compensations claim (see CLAIMS_SQL), leaving one out. */
-async function claimed(sql: SqlExecutor, recordId: bigint, except: bigint | null): Promise<bigint> {
-  const [row] = await sql.query<{ claimed: bigint }>(
-    `SELECT coalesce(sum(c.amount_minor), 0)::bigint AS claimed FROM compensations c
-      WHERE c.record_id = $1::bigint AND ${CLAIMS_SQL("c")} AND ($2::bigint IS NULL OR c.id <> $2::bigint)`,
-    [recordId, except],
-  );
-  return row.claimed;
-}
-
-function checkRemaining(record: LockedRecord, claimedMinor: bigint, amountMinor: bigint): void {
+function checkRemaining(record: CompensatedRecord, claimedMinor: bigint, amountMinor: bigint): void {
   const original = record.amountMinor!;
   const remaining = original - claimedMinor;
   if (amountMinor > remaining) {
     throw new ExceedsRemainingError(
       `Record ${record.id} was charged ${original} ${record.currency} (minor units); other compensations already claim ${claimedMinor}, so at most ${remaining > 0n ? remaining : 0n} is left, not ${amountMinor}.`,
-      { recordId: record.id.toString(), originalMinor: original.toString(), claimedMinor: claimedMinor.toString(), remainingMinor: (remaining > 0n ? remaining : 0n).toString(), currency: record.currency },
+      {
+        recordId: record.id.toString(),
+        originalMinor: original.toString(),
+        claimedMinor: claimedMinor.toString(),
+        remainingMinor: (remaining > 0n ? remaining : 0n).toString(),
+        currency: record.currency,
+      },
     );
   }
 }
@@ -185,15 +154,20 @@ export async function requestCompensation(ctx: CompensationContext, body: Reques
   const { prisma } = ctx.database;
   const { principal } = ctx;
   const actor = actorOf(principal);
-  const detail = { recordId: body.recordId.toString(), kind: body.kind, amountMinor: body.amountMinor.toString(), relatedRecordId: body.relatedRecordId?.toString() ?? null };
+  const detail = {
+    recordId: body.recordId.toString(),
+    kind: body.kind,
+    amountMinor: body.amountMinor.toString(),
+    relatedRecordId: body.relatedRecordId?.toString() ?? null,
+  };
   const row = await auditRefusals(
     prisma,
     principal,
     { action: "compensations.request", target: { table: "idempotency_records", id: body.recordId }, reason: body.reason, request: ctx.request, detail },
     () =>
       prisma.$transaction(async (tx) => {
-        const sql = txExecutor(tx);
-        const record = await lockRecord(sql, body.recordId);
+        const store = compensationStore(txExecutor(tx, ctx.database.dialect));
+        const record = await store.lockRecord(body.recordId);
         if (!record) throw new NotFoundError(`There is no record ${body.recordId} (it may have been purged).`);
         const facts = {
           recordId: record.id.toString(),
@@ -215,43 +189,37 @@ export async function requestCompensation(ctx: CompensationContext, body: Reques
         }
         if (body.relatedRecordId !== undefined && body.relatedRecordId !== null) {
           if (body.relatedRecordId === record.id) {
-            throw new UnprocessableCompensationError("invalid-related-record", "Invalid related record", "relatedRecordId names the record being compensated itself.");
-          }
-          const [related] = await sql.query<{ scope: string }>(`SELECT scope FROM idempotency_records WHERE id = $1::bigint`, [body.relatedRecordId]);
-          if (!related || related.scope !== record.scope) {
             throw new UnprocessableCompensationError(
               "invalid-related-record",
               "Invalid related record",
-              related
-                ? `Related record ${body.relatedRecordId} belongs to ${related.scope}, not to ${record.scope}.`
+              "relatedRecordId names the record being compensated itself.",
+            );
+          }
+          const relatedScope = await store.recordScope(body.relatedRecordId);
+          if (relatedScope === null || relatedScope !== record.scope) {
+            throw new UnprocessableCompensationError(
+              "invalid-related-record",
+              "Invalid related record",
+              relatedScope !== null
+                ? `Related record ${body.relatedRecordId} belongs to ${relatedScope}, not to ${record.scope}.`
                 : `There is no related record ${body.relatedRecordId}.`,
             );
           }
         }
-        checkRemaining(record, await claimed(sql, record.id, null), body.amountMinor);
+        checkRemaining(record, await store.claimedAmount(record.id, null), body.amountMinor);
 
-        const [created] = await sql.query<CompensationRow>(
-          `INSERT INTO compensations AS c (record_id, scope, operation, idempotency_key, related_record_id, kind, amount_minor, currency,
-                                           provider, provider_reference, provider_idempotency_key, reason, requested_by, requested_by_label)
-           VALUES ($2::bigint, $3, $4, $5, $6::bigint, $7, $8::bigint, $9, $10, $11, $12, $13, $14::bigint, $15)
-           RETURNING ${compensationColumns("$1")}`,
-          [
-            lease(ctx),
-            record.id,
-            record.scope,
-            record.operation,
-            record.idempotencyKey,
-            body.relatedRecordId ?? null,
-            body.kind,
-            body.amountMinor,
-            record.currency,
-            record.provider,
-            record.providerReference,
-            newProviderIdempotencyKey(),
-            body.reason,
-            principal.userId,
-            principal.email,
-          ],
+        const created = await store.insert(
+          {
+            record,
+            relatedRecordId: body.relatedRecordId ?? null,
+            kind: body.kind,
+            amountMinor: body.amountMinor,
+            providerIdempotencyKey: newProviderIdempotencyKey(),
+            reason: body.reason,
+            requestedBy: principal.userId,
+            requestedByLabel: principal.email,
+          },
+          lease(ctx),
         );
         await appendAudit(tx, {
           actor,
@@ -272,8 +240,8 @@ export async function requestCompensation(ctx: CompensationContext, body: Reques
 
 // --- Decide --------------------------------------------------------------------------------
 
-async function lockCompensation(sql: SqlExecutor, id: bigint, leaseSeconds: number): Promise<CompensationRow> {
-  const [row] = await sql.query<CompensationRow>(`SELECT ${compensationColumns("$2")} FROM compensations c WHERE c.id = $1::bigint FOR UPDATE`, [id, leaseSeconds]);
+async function lockCompensation(store: CompensationStore, id: bigint, leaseSeconds: number): Promise<CompensationRow> {
+  const row = await store.lock(id, leaseSeconds);
   if (!row) throw new NotFoundError(`There is no compensation ${id}.`);
   return row;
 }
@@ -290,12 +258,10 @@ async function decide(ctx: CompensationContext, id: bigint, decision: "approve" 
   const leaseSeconds = lease(ctx);
   return auditRefusals(prisma, principal, { action, target: target(id), reason, request: ctx.request }, () =>
     prisma.$transaction(async (tx) => {
-      const sql = txExecutor(tx);
-      const before = await lockCompensation(sql, id, leaseSeconds);
+      const store = compensationStore(txExecutor(tx, ctx.database.dialect));
+      const before = await lockCompensation(store, id, leaseSeconds);
       if (before.requestedBy === principal.userId) {
-        throw new ForbiddenError(
-          `You requested compensation ${id} yourself; four-eyes rule: someone else holding compensations.approve must ${decision} it.`,
-        );
+        throw new ForbiddenError(`You requested compensation ${id} yourself; four-eyes rule: someone else holding compensations.approve must ${decision} it.`);
       }
       if (before.state !== "requested") {
         throw new StateConflictError(
@@ -303,14 +269,13 @@ async function decide(ctx: CompensationContext, id: bigint, decision: "approve" 
           current(before),
         );
       }
-      const [after] = await sql.query<CompensationRow>(
-        `UPDATE compensations AS c
-            SET state = $3, decided_by = $4::bigint, decided_by_label = $5, decided_at = now(), decision_reason = $6,
-                version = c.version + 1, updated_at = now()
-          WHERE c.id = $1::bigint AND c.state = 'requested' AND c.version = $7
-          RETURNING ${compensationColumns("$2")}`,
-        [id, leaseSeconds, decision === "approve" ? "approved" : "rejected", principal.userId, principal.email, reason, before.version],
-      );
+      const after = await store.decide(id, leaseSeconds, {
+        state: decision === "approve" ? "approved" : "rejected",
+        by: principal.userId,
+        byLabel: principal.email,
+        reason,
+        version: before.version,
+      });
       if (!after) throw new StateConflictError(`Compensation ${id} changed meanwhile; reload and decide again.`, current(before));
       await appendAudit(tx, {
         actor: actorOf(principal),
@@ -342,19 +307,11 @@ export async function rejectCompensation(ctx: CompensationContext, id: bigint, r
 
 // --- Execute ----------------------------------------------------------------------------------
 
-const START_SET = `state = 'executing', attempts = c.attempts + 1, last_attempt_at = now(), version = c.version + 1, updated_at = now()`;
-
 /** approved → executing, committed before the provider is called. null: someone else started it first. */
 async function startAttempt(ctx: CompensationContext, approved: CompensationRow, reason: string): Promise<CompensationRow | null> {
   const { prisma } = ctx.database;
   return prisma.$transaction(async (tx) => {
-    const sql = txExecutor(tx);
-    const [started] = await sql.query<CompensationRow>(
-      `UPDATE compensations AS c SET ${START_SET}
-        WHERE c.id = $1::bigint AND c.state = 'approved' AND c.version = $3
-        RETURNING ${compensationColumns("$2")}`,
-      [approved.id, lease(ctx), approved.version],
-    );
+    const started = await compensationStore(txExecutor(tx, ctx.database.dialect)).startAttempt(approved.id, lease(ctx), approved.version);
     if (!started) return null;
     await appendAudit(tx, {
       actor: actorOf(ctx.principal),
@@ -371,9 +328,7 @@ async function startAttempt(ctx: CompensationContext, approved: CompensationRow,
   }, TX_OPTIONS);
 }
 
-type AttemptOutcome =
-  | { kind: "executed"; providerCompensationId: string; amountMinor: bigint }
-  | { kind: "failed"; error: string; unknown: boolean };
+type AttemptOutcome = { kind: "executed"; providerCompensationId: string; amountMinor: bigint } | { kind: "failed"; error: string; unknown: boolean };
 
 async function callProvider(row: CompensationRow): Promise<AttemptOutcome> {
   try {
@@ -390,7 +345,8 @@ async function callProvider(row: CompensationRow): Promise<AttemptOutcome> {
     return { kind: "failed", error: `provider refused: ${result.reason}`, unknown: false };
   } catch (err) {
     if (err instanceof UnknownProviderError) return { kind: "failed", error: `not sent: ${err.message}`, unknown: false };
-    const cause = err instanceof ProviderUnavailableError ? `${err.causeKind}: ${err.message}` : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
+    const cause =
+      err instanceof ProviderUnavailableError ? `${err.causeKind}: ${err.message}` : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
     if (!(err instanceof ProviderUnavailableError)) console.error(`compensation ${row.id}: provider call failed unexpectedly:`, err);
     return {
       kind: "failed",
@@ -406,31 +362,18 @@ async function runAttempt(ctx: CompensationContext, started: CompensationRow): P
   const { prisma } = ctx.database;
   const leaseSeconds = lease(ctx);
   return prisma.$transaction(async (tx) => {
-    const sql = txExecutor(tx);
-    const [after] =
+    const store = compensationStore(txExecutor(tx, ctx.database.dialect));
+    const after =
       outcome.kind === "executed"
-        ? await sql.query<CompensationRow>(
-            `UPDATE compensations AS c
-                SET state = 'executed', provider_compensation_id = $4, executed_at = now(), last_error = NULL,
-                    version = c.version + 1, updated_at = now()
-              WHERE c.id = $1::bigint AND c.state = 'executing' AND c.attempts = $3
-              RETURNING ${compensationColumns("$2")}`,
-            [started.id, leaseSeconds, started.attempts, outcome.providerCompensationId],
-          )
-        : await sql.query<CompensationRow>(
-            `UPDATE compensations AS c
-                SET state = 'failed', last_error = $4, version = c.version + 1, updated_at = now()
-              WHERE c.id = $1::bigint AND c.state = 'executing' AND c.attempts = $3
-              RETURNING ${compensationColumns("$2")}`,
-            [started.id, leaseSeconds, started.attempts, outcome.error.slice(0, 4000)],
-          );
+        ? await store.markExecuted(started.id, leaseSeconds, started.attempts, outcome.providerCompensationId)
+        : await store.markFailed(started.id, leaseSeconds, started.attempts, outcome.error.slice(0, 4000));
     const providerAnswer =
       outcome.kind === "executed"
         ? { providerCompensationId: outcome.providerCompensationId, amountMinor: outcome.amountMinor.toString() }
         : { error: outcome.error, outcomeUnknown: outcome.unknown };
     if (!after) {
       // A retry took this attempt over (its lease ran out): that attempt records the result (same key, same answer).
-      const now = await lockCompensation(sql, started.id, leaseSeconds);
+      const now = await lockCompensation(store, started.id, leaseSeconds);
       await appendAudit(tx, {
         actor: actorOf(ctx.principal),
         action: outcome.kind === "executed" ? "compensations.executed" : "compensations.execution_failed",
@@ -475,10 +418,10 @@ export async function retryCompensation(ctx: CompensationContext, id: bigint, re
   const started = await auditRefusals(prisma, principal, { action: "compensations.retry", target: target(id), reason, request: ctx.request }, async () => {
     const peek = await getCompensation(pool, id, leaseSeconds);
     return prisma.$transaction(async (tx) => {
-      const sql = txExecutor(tx);
+      const store = compensationStore(txExecutor(tx, ctx.database.dialect));
       // Record first, then the compensation (the lock order of requests).
-      const record = peek.recordId !== null ? await lockRecord(sql, peek.recordId) : undefined;
-      const before = await lockCompensation(sql, id, leaseSeconds);
+      const record = peek.recordId !== null ? await store.lockRecord(peek.recordId) : undefined;
+      const before = await lockCompensation(store, id, leaseSeconds);
       if (!(before.state === "failed" || before.stale)) {
         const why =
           before.state === "executing"
@@ -488,13 +431,8 @@ export async function retryCompensation(ctx: CompensationContext, id: bigint, re
               : `only failed compensations (or attempts left behind by a crash) are retried`;
         throw new StateConflictError(`Compensation ${id} is ${before.state}: ${why}.`, current(before));
       }
-      if (record && record.amountMinor !== null) checkRemaining(record, await claimed(sql, record.id, before.id), before.amountMinor);
-      const [after] = await sql.query<CompensationRow>(
-        `UPDATE compensations AS c SET ${START_SET}
-          WHERE c.id = $1::bigint AND c.version = $3
-          RETURNING ${compensationColumns("$2")}`,
-        [id, leaseSeconds, before.version],
-      );
+      if (record && record.amountMinor !== null) checkRemaining(record, await store.claimedAmount(record.id, before.id), before.amountMinor);
+      const after = await store.restartAttempt(id, leaseSeconds, before.version);
       if (!after) throw new StateConflictError(`Compensation ${id} changed meanwhile; reload and try again.`, current(before));
       await appendAudit(tx, {
         actor: actorOf(principal),
@@ -512,4 +450,3 @@ export async function retryCompensation(ctx: CompensationContext, id: bigint, re
   });
   return viewOf(await runAttempt(ctx, started), principal);
 }
-

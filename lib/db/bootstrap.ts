@@ -1,43 +1,31 @@
-import { generateDemoTraffic } from "../demo/traffic";
 import type { Database } from "./client";
+import { isServerMode } from "./config";
 import { migrate, migrationStatus } from "./migrate";
 
+/** What opening found: `created` when this open migrated a new (empty) embedded database. */
+export interface Preparation {
+  created: boolean;
+}
+
 /**
- * Runs once per server process, right after the database is opened.
- * Embedded mode is the zero-configuration demo: create, migrate, and fill a new
- * database with demo traffic and one demo user per role (passwords in
- * DEMO_CREDENTIALS_FILE, default .data/demo-credentials.json). On Postgres the operator migrates explicitly
- * (`npm run db:migrate`); the server only reports what is missing.
+ * Runs once per server process, right after the database is opened: the data layer
+ * opens and migrates, nothing more. Embedded mode (the zero-configuration demo) is
+ * created and migrated here; on a database server (PostgreSQL, MySQL/MariaDB) the operator
+ * migrates explicitly (`npm run db:migrate`) and the server only reports what is missing.
+ * Seeding (demo traffic, the default retention policy, demo users) is the server's decision,
+ * made with `created` by the composition root (lib/demo/embedded.ts), not the data layer's.
  */
-export async function prepareDatabase(db: Database, log: (line: string) => void = console.log): Promise<void> {
-  if (db.mode === "postgres") {
+export async function prepareDatabase(db: Database, log: (line: string) => void = console.log): Promise<Preparation> {
+  if (isServerMode(db.mode)) {
     const status = await db.withSession((s) => migrationStatus(s));
     if (status.state !== "up_to_date") {
       log(`warning: database migrations are ${status.state} (pending: ${status.pending.join(", ") || "none"}); run npm run db:migrate`);
     }
-    return;
+    return { created: false };
   }
-  const { fresh, result } = await db.withSession(async (s) => {
+  return db.withSession(async (s) => {
     const before = await migrationStatus(s);
-    return { fresh: before.applied.length === 0, result: await migrate(s, { log: (l) => log(`embedded database: ${l}`) }) };
+    const result = await migrate(s, { log: (l) => log(`embedded database: ${l}`) });
+    return { created: before.applied.length === 0 && result.applied.length > 0 };
   });
-  if (fresh && result.applied.length > 0) {
-    log("embedded database: new — generating demo traffic for the last 30 days…");
-    const summary = await generateDemoTraffic(db);
-    log(
-      `embedded database: demo traffic ready — ${summary.recordsCreated} records, ${summary.requests} requests, ` +
-        `${summary.scenarios.pending} pending, ${summary.scenarios.stuckProcessing} stuck, ` +
-        `${summary.scenarios.doubleSubmitPairs} planted double charges (${summary.elapsedMs} ms)`,
-    );
-    // A default retention policy, so the demo's retention screen has something to purge.
-    const { DEMO_DEFAULT_POLICY, seedDefaultPolicy } = await import("../retention/policies");
-    if (await seedDefaultPolicy(db.prisma)) {
-      log(`embedded database: default retention policy — records ${DEMO_DEFAULT_POLICY.keepRecordsDays} days after expiry, events ${DEMO_DEFAULT_POLICY.keepEventsDays} days`);
-    }
-  }
-  // Imported here: lib/auth/users imports the API layer, which imports lib/db.
-  const { demoCredentialsPath, seedDemoUsers } = await import("../auth/demo-users");
-  const file = demoCredentialsPath();
-  const seeded = await seedDemoUsers(db.prisma, file);
-  if (seeded) log(`embedded database: ${seeded.length} demo users created; their passwords are in ${file}`);
 }

@@ -1,22 +1,32 @@
 /**
  * What differs between the SQL databases the console runs on, in one place (ADR 0011):
- * placeholders, casts, the text form of a keyset cursor's time. A module's statements are
- * written once per dialect in its store file (`<module>.postgres.ts`; the MySQL/MariaDB
- * issue adds `<module>.mysql.ts`), behind one interface, and picked with `byDialect`; the
- * logic above them never branches on the database.
+ * placeholders, casts, the text form of a keyset cursor's time, how a snapshot begins. A
+ * module's statements are written once per dialect in its store file (`store.postgres.ts`,
+ * `store.mysql.ts`), behind one interface, and picked with `byDialect`; the logic above them
+ * never branches on the database. MySQL/MariaDB: ADR 0012.
  */
 export type DialectName = "postgres" | "mysql";
 
 export interface Dialect {
   name: DialectName;
-  /** The placeholder of the n-th parameter (1-based). */
+  /**
+   * The placeholder of the n-th parameter (1-based). MySQL's is `?` whatever n: parameters bind
+   * in order, so a MySQL statement uses each placeholder once (add a value needed twice twice).
+   */
   param(n: number): string;
-  /** A bound ISO time as a timestamp value. */
+  /** A bound ISO time ("2026-12-01T09:00:00.123Z", as Params.time binds it) as a timestamp value. */
   time(placeholder: string): string;
   /** A bound decimal string as a 64-bit integer. */
   bigint(placeholder: string): string;
   /** A timestamp column as the keyset cursor's text: UTC, microseconds ("2026-12-01T09:00:00.123456Z"). */
   cursorTime(column: string): string;
+  /** Begins a read-only transaction whose plain reads all see one snapshot taken now (the read side; inSnapshot). */
+  snapshot: string;
+  /**
+   * Begins a REPEATABLE READ transaction whose snapshot is taken by its first read, so a lock
+   * taken first (a locking statement on MySQL; see ADR 0012 "Locks") comes before the snapshot.
+   */
+  beginRepeatableRead: string;
 }
 
 export const POSTGRES: Dialect = {
@@ -25,6 +35,20 @@ export const POSTGRES: Dialect = {
   time: (p) => `${p}::timestamptz`,
   bigint: (p) => `${p}::bigint`,
   cursorTime: (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+  snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+  beginRepeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ",
+};
+
+/** MySQL ≥ 8.0.16 and MariaDB ≥ 10.6 (ADR 0012): times are DATETIME(6) holding UTC; sessions run with ANSI_QUOTES. */
+export const MYSQL: Dialect = {
+  name: "mysql",
+  param: () => "?",
+  time: (p) => `CAST(STR_TO_DATE(${p}, '%Y-%m-%dT%H:%i:%s.%fZ') AS DATETIME(6))`,
+  bigint: (p) => `CAST(${p} AS SIGNED)`,
+  cursorTime: (column) => `DATE_FORMAT(${column}, '%Y-%m-%dT%H:%i:%s.%fZ')`,
+  // Two statements (the executors' exec runs scripts): the level applies to the next transaction only.
+  snapshot: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
+  beginRepeatableRead: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION",
 };
 
 /** Anything that knows its dialect: an executor, a database handle. */

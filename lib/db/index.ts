@@ -3,7 +3,16 @@ import { prepareDatabase } from "./bootstrap";
 
 export type { Database } from "./client";
 
-/** The server's database: opened on first use, prepared (migrated/seeded) once. */
+const prepare = async (database: Database) => {
+  await prepareDatabase(database);
+};
+
+/**
+ * The server's database: opened on first use and migrated (embedded) or checked
+ * (Postgres) once. The server opens it first, through its composition root
+ * (lib/demo/embedded.ts openServerDatabase, which also seeds the embedded demo);
+ * every later call returns that same database.
+ */
 export function db(): Promise<Database> {
-  return getDatabase(prepareDatabase);
+  return getDatabase(prepare);
 }

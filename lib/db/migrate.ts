@@ -1,38 +1,50 @@
-import { LOCKS } from "./locks";
-import { createHash, randomUUID } from "node:crypto";
-import { readdir, readFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
+import { LOCKS } from "./locks";
+import { appliedRowsMysql, migrateMysql } from "./migrate-mysql";
+import {
+  adoptDirFor,
+  compare,
+  lockRetryFromEnv,
+  MigrationError,
+  migrationsDirFor,
+  missingColumnsError,
+  refusal,
+  REQUIRED_COLUMNS,
+  SHARED_TABLES_MIGRATION,
+  readLocalMigrations,
+  type AppliedRow,
+  type LocalMigration,
+  type MigrateResult,
+  type MigrationStatus,
+} from "./migration-history";
 import { buildConcurrently, hasUniqueOn, isLockTimeout, planOnline, SHARED_TABLES, splitStatements, withLockRetries, type LockRetry } from "./online-ddl";
 import type { SqlExecutor } from "./sql";
 
 /**
- * Applies prisma/migrations/<name>/migration.sql and records them in
- * `_prisma_migrations` exactly as `prisma migrate deploy` does (same table, same
- * SHA-256 checksum of the file bytes, same advisory lock id), so Prisma's own
- * engine can take over wherever it is available. See docs/decisions/0001.
+ * Applies prisma/migrations/<name>/migration.sql (PostgreSQL; prisma/mysql/migrations on
+ * MySQL/MariaDB, lib/db/migrate-mysql.ts) and records them in `_prisma_migrations` exactly as
+ * `prisma migrate deploy` does (same table, same SHA-256 checksum of the file bytes, same
+ * lock), so Prisma's own engine can take over wherever it is available. See docs/decisions/0001
+ * and 0012.
  */
 
-
-// Statically scoped so the bundler traces only this folder.
-export const DEFAULT_MIGRATIONS_DIR = path.join(process.cwd(), "prisma", "migrations");
-/** What replaces a migration when the tables it creates already exist (a service adopting the console): prisma/adopt/<name>.sql. */
-export const DEFAULT_ADOPT_DIR = path.join(process.cwd(), "prisma", "adopt");
-/** The migration that creates the services' tables. */
-export const SHARED_TABLES_MIGRATION = "20261130000000_shared_tables";
-
-/** Bounded lock waits on the services' tables (lib/db/online-ddl.ts): MIGRATE_LOCK_TIMEOUT_MS (default 3000), MIGRATE_LOCK_RETRIES (default 20). */
-export function lockRetryFromEnv(log: (line: string) => void, env: Record<string, string | undefined> = process.env): LockRetry {
-  const int = (v: string | undefined, d: number) => (v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : d);
-  return { lockTimeoutMs: Math.max(1, int(env.MIGRATE_LOCK_TIMEOUT_MS, 3000)), retries: int(env.MIGRATE_LOCK_RETRIES, 20), log };
-}
-
-/** The columns the console cannot read a table without; adopting a table that lacks one is refused. */
-const REQUIRED_COLUMNS: Record<string, readonly string[]> = {
-  idempotency_records: ["id", "scope", "operation", "idempotency_key", "payload_hash", "status", "expires_at"],
-  idempotency_events: ["id", "scope", "operation", "idempotency_key", "kind"],
-  reconciliation_items: ["id", "record_id", "provider"],
-  outbox_messages: ["id", "topic", "payload"],
-};
+export {
+  DEFAULT_ADOPT_DIR,
+  DEFAULT_MIGRATIONS_DIR,
+  lockRetryFromEnv,
+  MigrationError,
+  MYSQL_ADOPT_DIR,
+  MYSQL_MIGRATIONS_DIR,
+  migrationsDirFor,
+  readLocalMigrations,
+  SHARED_TABLES_MIGRATION,
+  type LocalMigration,
+  type MigrateResult,
+  type MigrationState,
+  type MigrationStatus,
+} from "./migration-history";
 
 // The bookkeeping table as Prisma's schema engine creates it on PostgreSQL.
 const CREATE_MIGRATIONS_TABLE = `
@@ -47,55 +59,8 @@ CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
     "applied_steps_count"   INTEGER NOT NULL DEFAULT 0
 )`;
 
-export interface LocalMigration {
-  name: string;
-  checksum: string;
-  sql: string;
-}
-
-interface AppliedRow {
-  id: string;
-  migration_name: string;
-  checksum: string;
-  finished_at: Date | null;
-  rolled_back_at: Date | null;
-  logs: string | null;
-}
-
-export class MigrationError extends Error {
-  constructor(message: string, readonly migration?: string) {
-    super(message);
-    this.name = "MigrationError";
-  }
-}
-
-export async function readLocalMigrations(dir = DEFAULT_MIGRATIONS_DIR): Promise<LocalMigration[]> {
-  const entries = await readdir(/*turbopackIgnore: true*/ dir, { withFileTypes: true });
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
-  return Promise.all(
-    names.map(async (name) => {
-      const bytes = await readFile(path.join(dir, name, "migration.sql"));
-      return { name, checksum: createHash("sha256").update(bytes).digest("hex"), sql: bytes.toString("utf8") };
-    }),
-  );
-}
-
-export type MigrationState = "up_to_date" | "pending" | "modified" | "failed" | "unknown_applied";
-
-export interface MigrationStatus {
-  state: MigrationState;
-  local: number;
-  applied: string[];
-  pending: string[];
-  /** Applied migrations whose file changed since. */
-  modified: string[];
-  /** Started but never finished nor rolled back (a crashed run outside a transaction). */
-  failed: string[];
-  /** Recorded in the database but absent here (the database is newer than this code). */
-  unknown: string[];
-}
-
 async function appliedRows(sql: SqlExecutor): Promise<AppliedRow[]> {
+  if (sql.dialect.name === "mysql") return appliedRowsMysql(sql);
   const exists = await sql.query<{ t: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS t`);
   if (!exists[0]?.t) return [];
   return sql.query<AppliedRow>(
@@ -104,43 +69,20 @@ async function appliedRows(sql: SqlExecutor): Promise<AppliedRow[]> {
   );
 }
 
-function compare(local: LocalMigration[], rows: AppliedRow[]): MigrationStatus {
-  const live = rows.filter((r) => r.rolled_back_at === null);
-  const finished = new Map(live.filter((r) => r.finished_at !== null).map((r) => [r.migration_name, r]));
-  const failed = live.filter((r) => r.finished_at === null).map((r) => r.migration_name);
-  const localNames = new Set(local.map((m) => m.name));
-  const modified = local.filter((m) => finished.has(m.name) && finished.get(m.name)!.checksum !== m.checksum).map((m) => m.name);
-  const pending = local.filter((m) => !finished.has(m.name) && !failed.includes(m.name)).map((m) => m.name);
-  const unknown = [...finished.keys()].filter((n) => !localNames.has(n));
-  const state: MigrationState = failed.length
-    ? "failed"
-    : modified.length
-      ? "modified"
-      : pending.length
-        ? "pending"
-        : unknown.length
-          ? "unknown_applied"
-          : "up_to_date";
-  return { state, local: local.length, applied: [...finished.keys()], pending, modified, failed, unknown };
-}
-
-/** Read-only: what `migrate` would do. Used by /api/health. */
-export async function migrationStatus(sql: SqlExecutor, dir = DEFAULT_MIGRATIONS_DIR): Promise<MigrationStatus> {
-  return compare(await readLocalMigrations(dir), await appliedRows(sql));
-}
-
-export interface MigrateResult {
-  applied: string[];
-  status: MigrationStatus;
+/** Read-only: what `migrate` would do (from the dialect's folder unless `dir`). Used by /api/health. */
+export async function migrationStatus(sql: SqlExecutor, dir?: string): Promise<MigrationStatus> {
+  return compare(await readLocalMigrations(dir ?? migrationsDirFor(sql.dialect)), await appliedRows(sql));
 }
 
 /**
  * Applies pending migrations. `sql` must be one session (one connection): the
  * advisory lock that serialises concurrent runners belongs to it.
- * Each migration runs in its own transaction; a failure rolls it back and marks
- * the row rolled back with the error in `logs`, so a fixed file can be re-run.
+ * PostgreSQL: each migration runs in its own transaction; a failure rolls it back and
+ * marks the row rolled back with the error in `logs`, so a fixed file can be re-run.
+ * MySQL has no transactional DDL: a failure leaves the row failed, as Prisma does (ADR 0012).
  */
 export interface MigrateOptions {
+  /** Default: the dialect's folder (prisma/migrations, prisma/mysql/migrations). */
   dir?: string;
   adoptDir?: string;
   log?: (line: string) => void;
@@ -151,7 +93,10 @@ export function migrate(sql: SqlExecutor, opts: MigrateOptions = {}): Promise<Mi
   // session: two runners sharing it would both "hold" the lock and interleave (the
   // second one then sees the first one's unfinished row). Queue them in-process.
   const run = (sessionQueues.get(sql) ?? Promise.resolve()).then(() => migrateLocked(sql, opts));
-  sessionQueues.set(sql, run.catch(() => {}));
+  sessionQueues.set(
+    sql,
+    run.catch(() => {}),
+  );
   return run;
 }
 
@@ -159,25 +104,15 @@ const sessionQueues = new WeakMap<SqlExecutor, Promise<unknown>>();
 
 async function migrateLocked(sql: SqlExecutor, opts: MigrateOptions): Promise<MigrateResult> {
   const log = opts.log ?? (() => {});
-  const local = await readLocalMigrations(opts.dir);
+  const local = await readLocalMigrations(opts.dir ?? migrationsDirFor(sql.dialect));
+  if (sql.dialect.name === "mysql") return migrateMysql(sql, local, { adoptDir: opts.adoptDir ?? adoptDirFor(sql.dialect), log });
   await acquireMigrateLock(sql, log);
   try {
     await sql.exec(CREATE_MIGRATIONS_TABLE);
-    const before = compare(local, await appliedRows(sql));
-    if (before.failed.length) {
-      throw new MigrationError(
-        `migration ${before.failed[0]} started but never finished; inspect the database, then mark it rolled back ` +
-          `(UPDATE "_prisma_migrations" SET rolled_back_at = now() WHERE migration_name = '${before.failed[0]}') or resolve it with prisma migrate resolve`,
-        before.failed[0],
-      );
-    }
-    if (before.modified.length) {
-      throw new MigrationError(
-        `migration ${before.modified[0]} was modified after it was applied (checksum differs); ` +
-          `restore the original file and put the change in a new migration`,
-        before.modified[0],
-      );
-    }
+    const rows = await appliedRows(sql);
+    const before = compare(local, rows);
+    const refused = refusal(before, rows, (name) => `UPDATE "_prisma_migrations" SET rolled_back_at = now() WHERE migration_name = '${name}'`);
+    if (refused) throw refused;
     for (const name of before.unknown) log(`warning: migration ${name} is applied in the database but missing here`);
 
     const applied: string[] = [];
@@ -185,7 +120,7 @@ async function migrateLocked(sql: SqlExecutor, opts: MigrateOptions): Promise<Mi
     for (const m of local.filter((l) => before.pending.includes(l.name))) {
       const existing = await existingSharedTables(sql);
       if (m.name === SHARED_TABLES_MIGRATION && existing.has("idempotency_records")) {
-        await adopt(sql, m, opts.adoptDir ?? DEFAULT_ADOPT_DIR, retry);
+        await adopt(sql, m, opts.adoptDir ?? adoptDirFor(sql.dialect), retry);
         applied.push(m.name);
         log(`applied ${m.name} (adopted the existing tables)`);
         continue;
@@ -252,15 +187,8 @@ async function adopt(sql: SqlExecutor, m: LocalMigration, adoptDir: string, retr
     `SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ANY ($1::text[])`,
     [Object.keys(REQUIRED_COLUMNS)],
   );
-  const present = new Set(columns.map((r) => `${r.t}.${r.c}`));
-  const tables = new Set(columns.map((r) => r.t));
-  const missing = Object.entries(REQUIRED_COLUMNS).flatMap(([t, cols]) => (tables.has(t) ? cols.filter((c) => !present.has(`${t}.${c}`)).map((c) => `${t}.${c}`) : []));
-  if (missing.length) {
-    throw new MigrationError(
-      `cannot adopt the existing tables: the console needs the column(s) ${missing.join(", ")} (see the README, "For services that write these tables"); add or rename them, then run the migration again`,
-      m.name,
-    );
-  }
+  const missing = missingColumnsError(new Set(columns.map((r) => `${r.t}.${r.c}`)), new Set(columns.map((r) => r.t)), m.name);
+  if (missing) throw missing;
   const script = await readFile(/*turbopackIgnore: true*/ path.join(adoptDir, `${m.name}.sql`), "utf8");
   await sql.exec(`SET lock_timeout = '${retry.lockTimeoutMs}ms'`);
   try {

@@ -118,8 +118,12 @@ export interface LockRetry {
   log: (line: string) => void;
 }
 
-/** A lock wait that gave up: lock_timeout (55P03), or PostgreSQL breaking a deadlock (40P01, e.g. a prisma migrate deploy waiting for the migration lock while an index builds concurrently). */
-export const isLockTimeout = (err: unknown) => ["55P03", "40P01"].includes((err as { code?: string })?.code ?? "");
+/**
+ * A lock wait that gave up: lock_timeout (55P03), or PostgreSQL breaking a deadlock (40P01, e.g. a
+ * prisma migrate deploy waiting for the migration lock while an index builds concurrently); on
+ * MySQL/MariaDB lock_wait_timeout / innodb_lock_wait_timeout (1205) or a broken deadlock (1213).
+ */
+export const isLockTimeout = (err: unknown) => ["55P03", "40P01", "ER_LOCK_WAIT_TIMEOUT", "ER_LOCK_DEADLOCK"].includes((err as { code?: string })?.code ?? "");
 
 /** Runs `step` again after a lock timeout, up to `retries` times, pausing 0.5 s, 1 s, 2 s … (at most 10 s). */
 export async function withLockRetries<T>(what: string, opts: LockRetry, step: () => Promise<T>): Promise<T> {
@@ -178,10 +182,12 @@ export async function buildConcurrently(sql: SqlExecutor, b: OnlinePlan["builds"
   await sql.exec(`DROP INDEX CONCURRENTLY IF EXISTS "${temp}"`);
   await withLockRetries(`index ${temp}`, opts, () => sql.exec(create(temp)));
   await withLockRetries(`swap in index ${b.name}`, opts, () =>
-    sql.exec(`BEGIN; SET LOCAL lock_timeout = '${opts.lockTimeoutMs}ms'; DROP INDEX "${b.name}"; ALTER INDEX "${temp}" RENAME TO "${b.name}"; COMMIT;`).catch(async (err) => {
-      await sql.exec("ROLLBACK").catch(() => {});
-      throw err;
-    }),
+    sql
+      .exec(`BEGIN; SET LOCAL lock_timeout = '${opts.lockTimeoutMs}ms'; DROP INDEX "${b.name}"; ALTER INDEX "${temp}" RENAME TO "${b.name}"; COMMIT;`)
+      .catch(async (err) => {
+        await sql.exec("ROLLBACK").catch(() => {});
+        throw err;
+      }),
   );
   return "replaced";
 }

@@ -56,7 +56,12 @@ export const cursorParam = z.string().transform((v, ctx) => {
 
 /** SQL for a timestamp column as the cursor's text (UTC, microseconds), in the dialect. */
 export const cursorTimeSql = (column: string, dialect: Dialect = POSTGRES) => dialect.cursorTime(column);
-
+/** Cuts the look-ahead row off and turns the last row into the next cursor. */
+export function pageOf<T extends { cursorTime: string }>(rows: T[], limit: number, position: (row: T) => KeysetPosition): Page<Omit<T, "cursorTime">> {
+  const more = rows.length > limit;
+  const items = (more ? rows.slice(0, limit) : rows).map(({ cursorTime: _omit, ...rest }) => rest);
+  return { items, nextCursor: more ? encodeCursor(position(rows[limit - 1])) : null, limit };
+}
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;

@@ -20,7 +20,15 @@ export class Params {
   bigint(n: bigint | number): string {
     return this.dialect.bigint(this.add(String(n)));
   }
-  /** A list of texts (a text[] in PostgreSQL), for `= ANY (…)`. */
+  /**
+   * A list of values for `IN (…)`: one placeholder each ("$1, $2" / "?, ?"). An empty list is
+   * `NULL`: `IN (NULL)` matches nothing — but `NOT IN (NULL)` matches nothing either, so a caller
+   * of NOT IN handles the empty list itself.
+   */
+  list(values: readonly unknown[]): string {
+    return values.length ? values.map((v) => this.add(v)).join(", ") : "NULL";
+  }
+  /** A list of texts (a text[] in PostgreSQL), for `= ANY (…)`. PostgreSQL only: MySQL has no arrays (use list). */
   texts(values: readonly string[]): string {
     return `${this.add(`{${values.map((v) => `"${v.replace(/["\\]/g, (c) => `\\${c}`)}"`).join(",")}}`)}::text[]`;
   }

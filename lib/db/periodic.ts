@@ -1,3 +1,4 @@
+import { lockNameOf, withTrySessionLock } from "./locks";
 import type { SqlExecutor } from "./sql";
 
 /**
@@ -127,13 +128,8 @@ export function createPeriodicTask<T extends TickResult>(opts: PeriodicTaskOptio
 /**
  * Runs `fn` only if this session gets the advisory lock `lockId` (one instance at a
  * time across processes; the others skip instead of queueing); null when it did not.
+ * (lib/db/locks.ts withTrySessionLock by name; this keeps the callers' LOCKS ids.)
  */
-export async function withTryAdvisoryLock<T>(session: SqlExecutor, lockId: number, fn: () => Promise<T>): Promise<T | null> {
-  const [{ ok }] = await session.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1) AS ok`, [lockId]);
-  if (!ok) return null;
-  try {
-    return await fn();
-  } finally {
-    await session.query(`SELECT pg_advisory_unlock($1)`, [lockId]).catch(() => {});
-  }
+export function withTryAdvisoryLock<T>(session: SqlExecutor, lockId: number, fn: () => Promise<T>): Promise<T | null> {
+  return withTrySessionLock(session, lockNameOf(lockId), fn);
 }

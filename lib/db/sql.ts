@@ -1,7 +1,9 @@
 import type { PGlite, Transaction } from "@electric-sql/pglite";
+import type * as mariadb from "mariadb";
 import pg from "pg";
 import type { Prisma } from "../generated/prisma/client";
-import { POSTGRES, type Dialect } from "./dialect";
+import { MYSQL, POSTGRES, type Dialect } from "./dialect";
+import { splitMysqlStatements } from "./mysql-script";
 
 /**
  * The smallest raw-SQL surface the console needs outside Prisma: multi-statement
@@ -14,6 +16,37 @@ export interface SqlExecutor {
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   /** Runs a script of several statements (no parameters). */
   exec(script: string): Promise<void>;
+  /**
+   * A write, reporting what it did: rows matched (PostgreSQL's row count; MySQL's with
+   * foundRows) and the AUTO_INCREMENT id an INSERT took (MySQL; null elsewhere). MySQL has no
+   * RETURNING (ADR 0012). Every executor lib/db makes has it; call it through `execute()`.
+   */
+  execute?(text: string, params?: unknown[]): Promise<WriteResult>;
+}
+
+export interface WriteResult {
+  affectedRows: number;
+  /** MySQL: the first AUTO_INCREMENT id the INSERT took (LAST_INSERT_ID()); null when none. */
+  insertId: bigint | null;
+}
+
+/** Runs a write through `ex` and reports the rows it matched and the id it inserted (see SqlExecutor.execute). */
+export function execute(ex: SqlExecutor, text: string, params: unknown[] = []): Promise<WriteResult> {
+  if (!ex.execute) throw new Error("this executor does not report affected rows (use one from lib/db)");
+  return ex.execute(text, params);
+}
+
+/**
+ * The dialect a Prisma client or transaction speaks. Functions that are handed only a client
+ * (`audit(db.prisma, …)`, `new IdempotencyStore(db.prisma)`) learn it here rather than from
+ * every caller. `_activeProvider` is the generated client's provider name ("postgresql",
+ * "mysql"); test/mysql-foundation.test.ts checks it on both clients.
+ */
+export function dialectOfPrisma(client: Prisma.TransactionClient): Dialect {
+  const provider = (client as { _activeProvider?: string })._activeProvider;
+  if (provider === "mysql") return MYSQL;
+  if (provider === undefined || provider === "postgresql") return POSTGRES;
+  throw new Error(`no dialect for the Prisma provider ${provider}`);
 }
 
 /**
@@ -21,18 +54,40 @@ export interface SqlExecutor {
  * (`db.prisma.$transaction(async (tx) => …)`): the same SqlExecutor the stores take, so a
  * module mixes Prisma's model API and named statements in one transaction.
  */
-export function txExecutor(tx: Prisma.TransactionClient, dialect: Dialect = POSTGRES): SqlExecutor {
+export function txExecutor(tx: Prisma.TransactionClient, dialect: Dialect = dialectOfPrisma(tx)): SqlExecutor {
+  const mysql = dialect.name === "mysql";
   return {
     dialect,
     query: <T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params),
     async exec(script: string) {
-      await tx.$executeRawUnsafe(script);
+      // Prisma's MySQL adapter prepares each statement (binary protocol): one at a time.
+      for (const statement of mysql ? splitMysqlStatements(script) : [script]) await tx.$executeRawUnsafe(statement);
+    },
+    async execute(text: string, params: unknown[] = []) {
+      const inserts = mysql && /^\s*(INSERT|REPLACE)\b/i.test(text);
+      if (!inserts) return { affectedRows: await tx.$executeRawUnsafe(text, ...params), insertId: null };
+      // LAST_INSERT_ID() is per connection: the reset, the INSERT and the read must share one. A
+      // transaction has one; the bare client would take each from the pool, so it gets a transaction.
+      const withInsertId = async (c: Prisma.TransactionClient) => {
+        // LAST_INSERT_ID() keeps the previous value when a table has no AUTO_INCREMENT: zero it first.
+        await c.$queryRawUnsafe("SELECT LAST_INSERT_ID(0) AS reset");
+        const affectedRows = await c.$executeRawUnsafe(text, ...params);
+        const [{ id }] = await c.$queryRawUnsafe<{ id: bigint | number }[]>("SELECT LAST_INSERT_ID() AS id");
+        return { affectedRows, insertId: BigInt(id) === 0n ? null : BigInt(id) };
+      };
+      const root = tx as { $transaction?: <T>(fn: (c: Prisma.TransactionClient) => Promise<T>) => Promise<T> };
+      return typeof root.$transaction === "function" ? root.$transaction(withInsertId) : withInsertId(tx);
     },
   };
 }
 
-/** The read-only snapshot the read side reads many statements in, so that their numbers agree. */
-export const SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+/** The read-only snapshot the read side reads many statements in, so that their numbers agree (PostgreSQL's; any dialect: inSnapshot). */
+export const SNAPSHOT = POSTGRES.snapshot;
+
+/** Runs `fn` on `session` in one read-only transaction whose plain reads see one snapshot (dialect.snapshot). */
+export function inSnapshot<T>(session: SqlExecutor, fn: () => Promise<T>): Promise<T> {
+  return inTransaction(session, fn, session.dialect.snapshot);
+}
 
 /**
  * Runs `fn` in one transaction on `session` (one connection: Database.withSession):
@@ -69,6 +124,10 @@ export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
       // Without parameters pg uses the simple query protocol, which accepts many statements.
       await client.query(script);
     },
+    async execute(text: string, params: unknown[] = []) {
+      const result = await client.query({ text, values: params, types: PG_TYPES });
+      return { affectedRows: result.rowCount ?? 0, insertId: null };
+    },
   };
 }
 
@@ -85,6 +144,58 @@ export function pgliteExecutor(db: PGlite | Transaction): SqlExecutor {
     },
     async exec(script: string) {
       await db.exec(script);
+    },
+    async execute(text: string, params: unknown[] = []) {
+      const result = await db.query(text, params, { parsers: PGLITE_PARSERS });
+      return { affectedRows: result.affectedRows ?? 0, insertId: null };
+    },
+  };
+}
+
+// --- MySQL / MariaDB (ADR 0012) ------------------------------------------------------
+
+/** A Date as DATETIME text in UTC ("2026-12-01 09:00:00.123"): the driver would write the process's local time. */
+export const utcDateTime = (d: Date): string => d.toISOString().replace("T", " ").replace("Z", "");
+
+function mysqlParam(value: unknown): unknown {
+  if (value instanceof Date) return utcDateTime(value);
+  if (value !== null && typeof value === "object" && !Buffer.isBuffer(value)) {
+    // The driver would expand an array into a list and write an object as JSON, which Prisma's
+    // raw queries (txExecutor) do not: say which is meant.
+    throw new TypeError("MySQL parameters are scalars: bind JSON as JSON.stringify(value) and lists with Params.list");
+  }
+  return value;
+}
+
+// DATETIME/TIMESTAMP are read as UTC whatever the process's TZ (the driver would read local
+// time); BIGINT stays bigint, DECIMAL a string, JSON columns parsed (the driver's defaults).
+const mysqlTypeCast: mariadb.TypeCastFunction = (field, next) => {
+  if (field.type === "DATETIME" || field.type === "TIMESTAMP" || field.type === "DATE") {
+    const text = field.string();
+    if (text === null || text.startsWith("0000-00-00")) return null;
+    return new Date(field.type === "DATE" ? `${text}T00:00:00Z` : `${text.replace(" ", "T")}Z`);
+  }
+  return next();
+};
+
+const MYSQL_QUERY = { typeCast: mysqlTypeCast, bigIntAsNumber: false, decimalAsNumber: false, insertIdAsNumber: false } as const;
+
+/** One MySQL connection (a session: GET_LOCK is per connection), or the pool. */
+export function mysqlExecutor(client: mariadb.Pool | mariadb.Connection): SqlExecutor {
+  const run = (text: string, params: unknown[]) => client.query({ sql: text, ...MYSQL_QUERY }, params.map(mysqlParam));
+  return {
+    dialect: MYSQL,
+    async query<T>(text: string, params: unknown[] = []) {
+      const result: unknown = await run(text, params);
+      return Array.isArray(result) ? ([...result] as T[]) : []; // a write answers an OkPacket, not rows
+    },
+    async exec(script: string) {
+      await client.query({ sql: script, ...MYSQL_QUERY }); // the pool allows multipleStatements
+    },
+    async execute(text: string, params: unknown[] = []) {
+      const ok = (await run(text, params)) as { affectedRows?: number; insertId?: bigint | number };
+      const id = ok.insertId === undefined ? 0n : BigInt(ok.insertId);
+      return { affectedRows: ok.affectedRows ?? 0, insertId: id === 0n ? null : id };
     },
   };
 }

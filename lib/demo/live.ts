@@ -2,7 +2,8 @@ import type { Database } from "../db/client";
 import { IdempotencyStore, type BeginInput, type IdempotencyRecord } from "../idempotency";
 import { ProviderControl } from "../providers/control";
 import { demoOutcomeFor } from "../providers/demo-seed";
-import { cardNumber, customerOf, DEMO_TENANTS, DEMO_TTL_SECONDS, mix, PROVIDER_PREFIX, responseHeaders, Rng, TEST_CARDS } from "./traffic";
+import { demoStore } from "./store";
+import { cardNumber, customerOf, DEMO_TENANTS, DEMO_TTL_SECONDS, mix, PROVIDER_PREFIX, responseHeaders, Rng, TEST_CARDS } from "./traffic-plan";
 
 /**
  * The embedded demo keeps living while it runs (`npm start`): every DEMO_LIVE_SECONDS
@@ -105,10 +106,7 @@ export class DemoLiveTraffic {
   /** The generator's "requests in flight right now", if they are still that young: completed like the others. */
   private async finishGeneratorsInFlight(): Promise<number> {
     const since = new Date(this.clock().getTime() - IN_FLIGHT_MS);
-    const rows = await this.db.sql.query<{ id: bigint; operation: string; amount_minor: bigint | null; currency: string | null }>(
-      `SELECT id, operation, amount_minor, currency FROM idempotency_records WHERE status = 'processing' AND created_at >= $1`,
-      [since],
-    );
+    const rows = await demoStore(this.db.sql).processingSince(since);
     let n = 0;
     for (const r of rows) {
       if (this.abandoned.has(r.id) || this.inFlight.some((f) => f.id === r.id)) continue;
@@ -164,7 +162,12 @@ export class DemoLiveTraffic {
         resourceType: "payment",
         resourceId: paymentId,
         providerReference: reference,
-        outbox: [{ topic: "payment.captured", payload: { payment_id: paymentId, order_id: orderId, amount_minor: amountMinor, currency, provider_reference: reference } }],
+        outbox: [
+          {
+            topic: "payment.captured",
+            payload: { payment_id: paymentId, order_id: orderId, amount_minor: amountMinor, currency, provider_reference: reference },
+          },
+        ],
       });
       await this.control?.seedCharges([{ reference, amountMinor, currency }]).catch(() => {});
     };
@@ -208,7 +211,13 @@ export class DemoLiveTraffic {
           await this.store().complete(order.id, {
             code: 201,
             headers: responseHeaders(rng, `/v1/orders/${c.orderId}`),
-            body: JSON.stringify({ id: c.orderId, status: "created", amount_minor: c.amountMinor, currency: c.currency, customer: { id: c.customerId, email: c.customer.email } }),
+            body: JSON.stringify({
+              id: c.orderId,
+              status: "created",
+              amount_minor: c.amountMinor,
+              currency: c.currency,
+              customer: { id: c.customerId, email: c.customer.email },
+            }),
             resourceId: c.orderId,
           });
         }
@@ -227,7 +236,11 @@ export class DemoLiveTraffic {
         const capture = await this.begin(c.capture(rng.uuid()));
         if (!capture) return created;
         created.push(capture.id);
-        await this.store().markPending(capture.id, { providerRequestId: requestId, error: `timeout after 10000 ms waiting for ${c.provider} POST /v1/charges`, firstCheckInSeconds: 60 });
+        await this.store().markPending(capture.id, {
+          providerRequestId: requestId,
+          error: `timeout after 10000 ms waiting for ${c.provider} POST /v1/charges`,
+          firstCheckInSeconds: 60,
+        });
         const outcome = demoOutcomeFor(requestId);
         // The provider has an answer only minutes later (or never: "unknown").
         const answerAt = new Date(this.clock().getTime() + rng.int(3, 20) * 60_000).toISOString();

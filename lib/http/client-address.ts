@@ -61,11 +61,21 @@ export function parseProxyTrust(env: Record<string, string | undefined> = proces
   if (cidrsRaw) {
     const list = new BlockList();
     const entries: string[] = [];
-    for (const part of cidrsRaw.split(",").map((s) => s.trim()).filter(Boolean)) {
+    for (const part of cidrsRaw
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const [addr, bits, more] = part.split("/");
       const family = isIP(addr);
       const prefix = bits === undefined ? (family === 6 ? 128 : 32) : Number(bits);
-      if (!family || more !== undefined || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32) || (bits !== undefined && !/^\d+$/.test(bits))) {
+      if (
+        !family ||
+        more !== undefined ||
+        !Number.isInteger(prefix) ||
+        prefix < 0 ||
+        prefix > (family === 6 ? 128 : 32) ||
+        (bits !== undefined && !/^\d+$/.test(bits))
+      ) {
         problems.push(`TRUSTED_PROXIES: "${part}" is not an IP address or CIDR block (e.g. 10.0.0.0/8, 192.168.1.7, fd00::/8)`);
         continue;
       }
@@ -120,16 +130,13 @@ export function clientAddress(headers: HeaderSource, trust: ProxyTrust = trustFr
     if (!warnedNoPeer) {
       warnedNoPeer = true;
       console.warn(
-        "client address: this server does not know the socket address of its clients (not started with `npm start` / scripts/server.mjs); sign-in throttling and the audit trail use \"unknown\"",
+        'client address: this server does not know the socket address of its clients (not started with `npm start` / scripts/server.mjs); sign-in throttling and the audit trail use "unknown"',
       );
     }
     return UNKNOWN_ADDRESS;
   }
   const peer = normaliseAddress(peerRaw);
-  const forwarded = (headerValue(headers, "x-forwarded-for") ?? "")
-    .split(",")
-    .map(normaliseAddress)
-    .filter(Boolean);
+  const forwarded = (headerValue(headers, "x-forwarded-for") ?? "").split(",").map(normaliseAddress).filter(Boolean);
   if (trust.kind === "none") {
     if (forwarded.length && !warnedIgnoredForwarded) {
       warnedIgnoredForwarded = true;

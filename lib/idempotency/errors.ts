@@ -30,4 +30,3 @@ export class InProgressError extends ProblemError {
     });
   }
 }
-

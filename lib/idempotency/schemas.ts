@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { InvalidInputError } from "../kernel/errors";
 
 /** Stripe's limit; visible ASCII so keys survive headers, logs and CSV unchanged. */
 export const idempotencyKeySchema = z
@@ -27,7 +26,12 @@ export const beginInputSchema = z.object({
   key: idempotencyKeySchema,
   payload: z.unknown(),
   /** How long the record protects the intent (24 h to 30 days is typical). */
-  ttlSeconds: z.number().int().min(60).max(400 * 86400).default(86400),
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(60)
+    .max(400 * 86400)
+    .default(86400),
   correlationId: optionalText(200),
   resourceType: optionalText(100),
   resourceId: optionalText(200),
@@ -35,7 +39,10 @@ export const beginInputSchema = z.object({
   /** Known before the provider call (client-generated request ids): lets a dead worker's record be reconciled. */
   providerRequestId: optionalText(200),
   amountMinor: z.union([z.bigint(), z.number().int().safe()]).optional(),
-  currency: z.string().regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as EUR").optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as EUR")
+    .optional(),
 });
 export type BeginInput = z.input<typeof beginInputSchema>;
 
@@ -46,7 +53,11 @@ export const storedResponseSchema = z.object({
   code: z.number().int().min(100).max(599),
   headers: headerPairsSchema.default([]),
   /** Stored and replayed exactly as given (text; base64 for binary bodies). */
-  body: z.string().max(10 * 1024 * 1024).nullable().default(null),
+  body: z
+    .string()
+    .max(10 * 1024 * 1024)
+    .nullable()
+    .default(null),
 });
 export type StoredResponseInput = z.input<typeof storedResponseSchema>;
 
@@ -54,7 +65,10 @@ export const completeInputSchema = storedResponseSchema.extend({
   resourceType: optionalText(100),
   resourceId: optionalText(200),
   providerReference: optionalText(200),
-  outbox: z.array(z.object({ topic: z.string().min(1).max(200), payload: z.unknown() })).max(100).default([]),
+  outbox: z
+    .array(z.object({ topic: z.string().min(1).max(200), payload: z.unknown() }))
+    .max(100)
+    .default([]),
 });
 export type CompleteInput = z.input<typeof completeInputSchema>;
 
@@ -69,5 +83,3 @@ export const pendingInputSchema = z.object({
   firstCheckInSeconds: z.number().int().min(0).max(86400).default(60),
 });
 export type PendingInput = z.input<typeof pendingInputSchema>;
-
-

@@ -1,9 +1,19 @@
-import { Prisma, type IdempotencyRecord, type PrismaClient } from "../generated/prisma/client";
+import type { IdempotencyRecord, PrismaClient } from "../generated/prisma/client";
 import { MissingKeyError, PayloadMismatchError } from "./errors";
 import { idSchema } from "../kernel/input";
 import { payloadHash } from "./hash";
+import { protocolStatements, type ProtocolDatabase, type ProtocolStatements } from "./statements";
 import { headerPairs } from "./stored-response";
-import { beginInputSchema, completeInputSchema, failInputSchema, pendingInputSchema, type BeginInput, type CompleteInput, type FailInput, type PendingInput } from "./schemas";
+import {
+  beginInputSchema,
+  completeInputSchema,
+  failInputSchema,
+  pendingInputSchema,
+  type BeginInput,
+  type CompleteInput,
+  type FailInput,
+  type PendingInput,
+} from "./schemas";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
 import { parseInput } from "../kernel/input";
 
@@ -28,16 +38,6 @@ export interface StoreOptions {
   clock?: () => Date;
 }
 
-// Column list aliased to the Prisma model's field names, so raw CTE results are IdempotencyRecord.
-const RECORD_COLUMNS = Prisma.raw(
-  `id, scope, operation, idempotency_key AS "idempotencyKey", payload_hash AS "payloadHash", status,
-   response_code AS "responseCode", response_headers AS "responseHeaders", response_body AS "responseBody",
-   resource_type AS "resourceType", resource_id AS "resourceId", correlation_id AS "correlationId", provider,
-   provider_request_id AS "providerRequestId", provider_reference AS "providerReference",
-   amount_minor AS "amountMinor", currency, last_error AS "lastError", created_at AS "createdAt",
-   updated_at AS "updatedAt", expires_at AS "expiresAt", version, legal_hold AS "legalHold"`,
-);
-
 /**
  * The writers' protocol (DESIGN.md): reserve with an INSERT that the unique
  * constraint arbitrates, then complete, fail or move to pending. Every outcome,
@@ -46,12 +46,15 @@ const RECORD_COLUMNS = Prisma.raw(
  */
 export class IdempotencyStore {
   private readonly clock: () => Date;
+  private readonly statements: ProtocolStatements;
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    opts: StoreOptions = {},
-  ) {
+  private readonly prisma: PrismaClient;
+
+  /** `db`: the database handle (`db`, statements straight to the driver) or its Prisma client (`db.prisma`). */
+  constructor(db: ProtocolDatabase, opts: StoreOptions = {}) {
+    this.prisma = "withSession" in db ? db.prisma : db;
     this.clock = opts.clock ?? (() => new Date());
+    this.statements = protocolStatements(db);
   }
 
   async begin(rawInput: BeginInput): Promise<BeginResult> {
@@ -65,45 +68,29 @@ export class IdempotencyStore {
 
     // A row deleted between our INSERT and SELECT (a purge) is rare; try again then.
     for (let attempt = 0; attempt < 3; attempt++) {
-      const inserted = await this.prisma.$queryRaw<IdempotencyRecord[]>`
-        WITH ins AS (
-          INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status,
-            resource_type, resource_id, correlation_id, provider, provider_request_id, amount_minor, currency,
-            created_at, updated_at, expires_at)
-          VALUES (${input.scope}, ${input.operation}, ${input.key}, ${hash}, 'processing',
-            ${input.resourceType ?? null}, ${input.resourceId ?? null}, ${input.correlationId ?? null},
-            ${input.provider ?? null}, ${input.providerRequestId ?? null}, ${amount}::bigint, ${input.currency ?? null},
-            ${now}::timestamptz, ${now}::timestamptz, ${expiresAt}::timestamptz)
-          ON CONFLICT (scope, operation, idempotency_key) DO NOTHING
-          RETURNING *
-        ), ev AS (
-          INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, occurred_at)
-          SELECT id, scope, operation, idempotency_key, 'reserved', payload_hash, ${now}::timestamptz FROM ins
-        )
-        SELECT ${RECORD_COLUMNS} FROM ins`;
-      if (inserted[0]) return { outcome: "owner", record: inserted[0] };
+      const inserted = await this.statements.reserve(
+        {
+          scope: input.scope,
+          operation: input.operation,
+          key: input.key,
+          payloadHash: hash,
+          resourceType: input.resourceType ?? null,
+          resourceId: input.resourceId ?? null,
+          correlationId: input.correlationId ?? null,
+          provider: input.provider ?? null,
+          providerRequestId: input.providerRequestId ?? null,
+          amountMinor: amount,
+          currency: input.currency ?? null,
+          expiresAt,
+        },
+        now,
+      );
+      if (inserted) return { outcome: "owner", record: inserted };
 
       // ON CONFLICT waited for the owner's insert to commit, so the row is visible now.
       // One statement reads it and records what this request became, so the event
       // always describes the very row version that was answered.
-      const [existing] = await this.prisma.$queryRaw<IdempotencyRecord[]>`
-        WITH rec AS (
-          SELECT * FROM idempotency_records
-          WHERE scope = ${input.scope} AND operation = ${input.operation} AND idempotency_key = ${input.key}
-        ), ev AS (
-          INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at, detail)
-          SELECT id, scope, operation, idempotency_key,
-            CASE WHEN payload_hash <> ${hash} THEN 'conflict'
-                 WHEN status IN ('completed', 'failed') THEN 'replayed' ELSE 'in_progress' END,
-            ${hash},
-            CASE WHEN payload_hash = ${hash} AND status IN ('completed', 'failed') THEN response_code END,
-            ${now}::timestamptz,
-            CASE WHEN payload_hash <> ${hash}
-                   THEN jsonb_build_object('expectedPayloadHash', payload_hash, 'receivedPayloadHash', ${hash}::text)
-                 WHEN status NOT IN ('completed', 'failed') THEN jsonb_build_object('status', status) END
-          FROM rec
-        )
-        SELECT ${RECORD_COLUMNS} FROM rec`;
+      const existing = await this.statements.answerExisting({ scope: input.scope, operation: input.operation, key: input.key }, hash, now);
       if (!existing) continue;
       if (existing.payloadHash !== hash) {
         return { outcome: "conflict", record: existing, error: new PayloadMismatchError(existing.payloadHash, hash) };
@@ -121,27 +108,20 @@ export class IdempotencyStore {
     const id = parseInput(idSchema, recordId, "record id");
     const input = parseInput(completeInputSchema, rawInput, "completion");
     const now = this.clock();
-    const outbox = JSON.stringify(input.outbox.map((m) => ({ topic: m.topic, payload: m.payload ?? null })));
-    const rows = await this.prisma.$queryRaw<IdempotencyRecord[]>`
-      WITH upd AS (
-        UPDATE idempotency_records SET status = 'completed', response_code = ${input.code},
-          response_headers = ${JSON.stringify(input.headers)}::jsonb, response_body = ${input.body},
-          resource_type = COALESCE(${input.resourceType ?? null}, resource_type),
-          resource_id = COALESCE(${input.resourceId ?? null}, resource_id),
-          provider_reference = COALESCE(${input.providerReference ?? null}, provider_reference),
-          last_error = NULL, updated_at = ${now}::timestamptz, version = version + 1
-        WHERE id = ${id} AND status = 'processing'
-        RETURNING *
-      ), ev AS (
-        INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at)
-        SELECT id, scope, operation, idempotency_key, 'completed', payload_hash, response_code, ${now}::timestamptz FROM upd
-      ), ob AS (
-        INSERT INTO outbox_messages (record_id, topic, payload, created_at, next_attempt_at)
-        SELECT upd.id, m->>'topic', m->'payload', ${now}::timestamptz, ${now}::timestamptz
-        FROM upd CROSS JOIN jsonb_array_elements(${outbox}::jsonb) AS m
-      )
-      SELECT ${RECORD_COLUMNS} FROM upd`;
-    return rows[0] ?? this.refuse(id, "complete", "processing");
+    const record = await this.statements.complete(
+      id,
+      {
+        code: input.code,
+        headers: input.headers,
+        body: input.body,
+        resourceType: input.resourceType ?? null,
+        resourceId: input.resourceId ?? null,
+        providerReference: input.providerReference ?? null,
+        outbox: input.outbox.map((m) => ({ topic: m.topic, payload: m.payload ?? null })),
+      },
+      now,
+    );
+    return record ?? this.refuse(id, "complete", "processing");
   }
 
   /** processing → failed: the effect failed before anything happened; the error response is replayed. */
@@ -149,20 +129,8 @@ export class IdempotencyStore {
     const id = parseInput(idSchema, recordId, "record id");
     const input = parseInput(failInputSchema, rawInput, "failure");
     const now = this.clock();
-    const rows = await this.prisma.$queryRaw<IdempotencyRecord[]>`
-      WITH upd AS (
-        UPDATE idempotency_records SET status = 'failed', response_code = ${input.code},
-          response_headers = ${JSON.stringify(input.headers)}::jsonb, response_body = ${input.body},
-          last_error = ${input.error}, updated_at = ${now}::timestamptz, version = version + 1
-        WHERE id = ${id} AND status = 'processing'
-        RETURNING *
-      ), ev AS (
-        INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at, detail)
-        SELECT id, scope, operation, idempotency_key, 'failed', payload_hash, response_code, ${now}::timestamptz,
-               jsonb_build_object('error', last_error) FROM upd
-      )
-      SELECT ${RECORD_COLUMNS} FROM upd`;
-    return rows[0] ?? this.refuse(id, "fail", "processing");
+    const record = await this.statements.fail(id, { code: input.code, headers: input.headers, body: input.body, error: input.error }, now);
+    return record ?? this.refuse(id, "fail", "processing");
   }
 
   /**
@@ -170,32 +138,16 @@ export class IdempotencyStore {
    * uncertain, so the record keeps the provider request id and a reconciliation
    * item is opened. Never failed, never re-sent blindly.
    */
-  async markPending(
-    recordId: bigint | number | string,
-    rawInput: PendingInput,
-  ): Promise<{ record: IdempotencyRecord; reconciliationItemId: bigint }> {
+  async markPending(recordId: bigint | number | string, rawInput: PendingInput): Promise<{ record: IdempotencyRecord; reconciliationItemId: bigint }> {
     const id = parseInput(idSchema, recordId, "record id");
     const input = parseInput(pendingInputSchema, rawInput, "pending transition");
     const now = this.clock();
     const firstCheck = new Date(now.getTime() + input.firstCheckInSeconds * 1000);
-    const rows = await this.prisma.$queryRaw<(IdempotencyRecord & { reconciliationItemId: bigint | null })[]>`
-      WITH upd AS (
-        UPDATE idempotency_records SET status = 'pending', provider = COALESCE(${input.provider ?? null}, provider),
-          provider_request_id = ${input.providerRequestId}, last_error = ${input.error},
-          updated_at = ${now}::timestamptz, version = version + 1
-        WHERE id = ${id} AND status = 'processing' AND COALESCE(${input.provider ?? null}, provider) IS NOT NULL
-        RETURNING *
-      ), item AS (
-        INSERT INTO reconciliation_items (record_id, provider, provider_request_id, state, next_check_at, last_error, created_at, updated_at)
-        SELECT id, provider, provider_request_id, 'open', ${firstCheck}::timestamptz, last_error, ${now}::timestamptz, ${now}::timestamptz FROM upd
-        RETURNING id
-      ), ev AS (
-        INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, occurred_at, detail)
-        SELECT id, scope, operation, idempotency_key, 'pending', payload_hash, ${now}::timestamptz,
-               jsonb_build_object('providerRequestId', provider_request_id, 'error', last_error) FROM upd
-      )
-      SELECT ${RECORD_COLUMNS}, (SELECT id FROM item) AS "reconciliationItemId" FROM upd`;
-    const row = rows[0];
+    const row = await this.statements.markPending(
+      id,
+      { provider: input.provider ?? null, providerRequestId: input.providerRequestId, error: input.error, firstCheckAt: firstCheck },
+      now,
+    );
     if (!row) {
       const current = await this.find(id);
       if (current && current.status === "processing" && !current.provider) {

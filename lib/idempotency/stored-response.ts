@@ -60,4 +60,5 @@ export function readHeaders(stored: unknown): ReadHeaders {
 export const headerPairs = (stored: unknown): HeaderPairs => readHeaders(stored).pairs ?? [];
 
 /** A stored body as text, whatever the column holds (text, or JSON in a jsonb column of an adopted table). */
-export const bodyText = (stored: unknown): string | null => (stored === null || stored === undefined ? null : typeof stored === "string" ? stored : JSON.stringify(stored));
+export const bodyText = (stored: unknown): string | null =>
+  stored === null || stored === undefined ? null : typeof stored === "string" ? stored : JSON.stringify(stored);

@@ -8,7 +8,10 @@ import { ProblemError } from "./problem";
 
 /** 400: the input does not fit its schema (every bad field named in `errors`). */
 export class InvalidInputError extends ProblemError {
-  constructor(detail: string, readonly issues: { path: string; message: string }[] = []) {
+  constructor(
+    detail: string,
+    readonly issues: { path: string; message: string }[] = [],
+  ) {
     super(400, "invalid-input", "Invalid input", detail, issues.length ? { errors: issues } : {});
   }
 }

@@ -17,9 +17,28 @@ const ID_MESSAGE = "must be a positive whole number";
  * JSON number or a decimal string (a path segment, a query parameter), 1 … 2^63−1.
  */
 export const idSchema = z
-  .union([z.bigint(), z.number({ error: ID_MESSAGE }).int(ID_MESSAGE), z.string({ error: ID_MESSAGE }).trim().regex(/^\d{1,19}$/, ID_MESSAGE)], { error: ID_MESSAGE })
+  .union(
+    [
+      z.bigint(),
+      z.number({ error: ID_MESSAGE }).int(ID_MESSAGE),
+      z
+        .string({ error: ID_MESSAGE })
+        .trim()
+        .regex(/^\d{1,19}$/, ID_MESSAGE),
+    ],
+    { error: ID_MESSAGE },
+  )
   .transform((v) => BigInt(v))
   .refine((v) => v > 0n && v <= MAX_ID, ID_MESSAGE);
+
+/** A reason is required for every change; it is stored in the audit entry. */
+export const reasonSchema = z.string().trim().min(3, "is required (at least 3 characters)").max(2000);
+
+/**
+ * The params of an `[id]` route (`/api/v1/users/<id>`): the one id schema.
+ * Declare it as `params: idParamsSchema` and read `ctx.params.id`; anything else is a 400.
+ */
+export const idParamsSchema = z.object({ id: idSchema });
 
 // --- Query-string values -------------------------------------------------------------
 // Zod building blocks for query strings (every value arrives as a string): optional
@@ -27,8 +46,7 @@ export const idSchema = z
 // 400 problem+json in apiRoute.
 
 /** A query string says "x=" for an empty form field: treat it as absent. */
-export const optional = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), schema.optional());
+export const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (typeof v === "string" && v.trim() === "" ? undefined : v), schema.optional());
 
 const ISO_RE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
@@ -90,14 +108,10 @@ export interface TimeRange {
  * Resolves optional from/to: `to` defaults to now, `from` to `to` − defaultSpan.
  * Returns an error message instead of throwing, for zod's superRefine.
  */
-export function resolveRange(
-  q: { from?: Date; to?: Date },
-  opts: { defaultSpanMs: number; maxSpanMs: number; now?: Date },
-): TimeRange | string {
+export function resolveRange(q: { from?: Date; to?: Date }, opts: { defaultSpanMs: number; maxSpanMs: number; now?: Date }): TimeRange | string {
   const to = q.to ?? opts.now ?? new Date();
   const from = q.from ?? new Date(to.getTime() - opts.defaultSpanMs);
   if (from >= to) return "from must be before to";
   if (to.getTime() - from.getTime() > opts.maxSpanMs) return `the range may span at most ${formatDuration(opts.maxSpanMs / 1000)}`;
   return { from, to };
 }
-

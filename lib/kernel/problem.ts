@@ -49,5 +49,11 @@ export function problemResponse(problem: Problem, headers: Record<string, string
 /** Maps any thrown value to a problem; unknown errors become a 500 without internals. */
 export function toProblem(err: unknown, instance?: string): Problem {
   if (err instanceof ProblemError) return err.toProblem(instance);
-  return { type: TYPE_BASE + "internal", title: "Internal error", status: 500, detail: "The server failed to handle the request; it has been logged.", ...(instance ? { instance } : {}) };
+  return {
+    type: TYPE_BASE + "internal",
+    title: "Internal error",
+    status: 500,
+    detail: "The server failed to handle the request; it has been logged.",
+    ...(instance ? { instance } : {}),
+  };
 }

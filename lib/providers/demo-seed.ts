@@ -25,6 +25,7 @@
 import { createHash } from "node:crypto";
 import type { Database } from "../db/client";
 import { ProviderControl, type SeedCharge, type SeedRequest, type SeedResult } from "./control";
+import { providerSeedStore } from "./store";
 
 export const SEED_LIMIT = 50_000;
 const BATCH = 5_000;
@@ -50,28 +51,15 @@ export interface DemoSeedSummary {
   requests: SeedResult & { succeeded: number; failed: number; unknown: number };
 }
 
-type ChargeRow = { provider_reference: string; amount_minor: bigint; currency: string };
-type PendingRow = { provider_request_id: string; amount_minor: bigint | null; currency: string | null };
-
-export async function seedDemoProvider(
-  db: Database,
-  opts: { url?: string; log?: (line: string) => void; answersFrom?: Date } = {},
-): Promise<DemoSeedSummary> {
+export async function seedDemoProvider(db: Database, opts: { url?: string; log?: (line: string) => void; answersFrom?: Date } = {}): Promise<DemoSeedSummary> {
   const url = opts.url ?? process.env.PROVIDER_URL;
   if (!url) throw new Error("PROVIDER_URL is not set: no demo provider to seed");
   const log = opts.log ?? ((line: string) => console.log(line));
   const control = new ProviderControl(url);
 
   // Newest first for the limit; then oldest first so the oldest record of a reference wins.
-  const chargeRows = (
-    await db.sql.query<ChargeRow & { id: bigint }>(
-      `SELECT id, provider_reference, amount_minor, currency FROM idempotency_records
-        WHERE status = 'completed' AND provider IS NOT NULL AND provider_reference IS NOT NULL
-          AND amount_minor IS NOT NULL AND currency IS NOT NULL AND resource_type IS DISTINCT FROM 'refund'
-        ORDER BY created_at DESC, id DESC LIMIT $1`,
-      [SEED_LIMIT],
-    )
-  ).reverse();
+  const store = providerSeedStore(db.sql);
+  const chargeRows = (await store.completedCharges(SEED_LIMIT)).reverse();
   const charges = new Map<string, SeedCharge>();
   for (const r of chargeRows) {
     if (!charges.has(r.provider_reference)) {
@@ -79,12 +67,7 @@ export async function seedDemoProvider(
     }
   }
 
-  const pendingRows = await db.sql.query<PendingRow>(
-    `SELECT provider_request_id, amount_minor, currency FROM idempotency_records
-      WHERE status = 'pending' AND provider_request_id IS NOT NULL
-      ORDER BY created_at DESC, id DESC LIMIT $1`,
-    [SEED_LIMIT],
-  );
+  const pendingRows = await store.pendingRequests(SEED_LIMIT);
   const requests = new Map<string, SeedRequest>();
   const tally = { succeeded: 0, failed: 0, unknown: 0 };
   for (const r of pendingRows) {
@@ -92,7 +75,9 @@ export async function seedDemoProvider(
     const outcome = demoOutcomeFor(r.provider_request_id);
     tally[outcome.status]++;
     const later =
-      opts.answersFrom && outcome.status !== "unknown" ? { answerAt: new Date(opts.answersFrom.getTime() + demoAnswerDelayMs(r.provider_request_id)).toISOString() } : {};
+      opts.answersFrom && outcome.status !== "unknown"
+        ? { answerAt: new Date(opts.answersFrom.getTime() + demoAnswerDelayMs(r.provider_request_id)).toISOString() }
+        : {};
     requests.set(
       r.provider_request_id,
       outcome.status === "succeeded"
@@ -101,7 +86,11 @@ export async function seedDemoProvider(
     );
   }
 
-  const sum = (a: SeedResult, b: SeedResult): SeedResult => ({ created: a.created + b.created, updated: a.updated + b.updated, unchanged: a.unchanged + b.unchanged });
+  const sum = (a: SeedResult, b: SeedResult): SeedResult => ({
+    created: a.created + b.created,
+    updated: a.updated + b.updated,
+    unchanged: a.unchanged + b.unchanged,
+  });
   let chargeResult: SeedResult = { created: 0, updated: 0, unchanged: 0 };
   const chargeList = [...charges.values()];
   for (let i = 0; i < chargeList.length; i += BATCH) chargeResult = sum(chargeResult, await control.seedCharges(chargeList.slice(i, i + BATCH)));

@@ -94,7 +94,10 @@ export class HttpProviderAdapter implements ProviderAdapter {
     }
     if (status >= 500) throw new ProviderUnavailableError(`provider answered ${status} to the ${request.kind} of ${request.reference}`, "server_error");
     if (RETRYABLE_4XX.has(status)) {
-      throw new ProviderUnavailableError(`provider answered ${status} (${errorText(body) ?? "try again later"}) to the ${request.kind} of ${request.reference}`, "server_error");
+      throw new ProviderUnavailableError(
+        `provider answered ${status} (${errorText(body) ?? "try again later"}) to the ${request.kind} of ${request.reference}`,
+        "server_error",
+      );
     }
     if (status >= 400) return { status: "failed", reason: errorText(body) ?? `the provider refused (${status})` };
     throw new ProviderUnavailableError(`unexpected answer ${status} to the ${request.kind} of ${request.reference}`, "bad_response");

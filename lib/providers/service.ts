@@ -150,7 +150,12 @@ function parseAmount(v: unknown, field: string, { positive = true } = {}): bigin
   if (typeof v === "number" && Number.isSafeInteger(v)) out = BigInt(v);
   else if (typeof v === "string" && /^-?\d{1,19}$/.test(v)) out = BigInt(v);
   if (out === null || (positive ? out <= 0n : out < 0n)) {
-    throw new HttpError(400, "invalid_request_error", "parameter_invalid", `${field} must be a ${positive ? "positive" : "non-negative"} integer (minor units)`);
+    throw new HttpError(
+      400,
+      "invalid_request_error",
+      "parameter_invalid",
+      `${field} must be a ${positive ? "positive" : "non-negative"} integer (minor units)`,
+    );
   }
   return out;
 }
@@ -267,7 +272,12 @@ export class ProviderLedger {
     if (amountMinor > left) {
       return left === 0n
         ? errorAnswer(422, "invalid_request_error", "charge_already_refunded", `charge ${chargeId} has already been refunded in full`)
-        : errorAnswer(422, "invalid_request_error", "amount_too_large", `${kind} of ${amountMinor} exceeds the ${left} ${charge.currency} left on charge ${chargeId}`);
+        : errorAnswer(
+            422,
+            "invalid_request_error",
+            "amount_too_large",
+            `${kind} of ${amountMinor} exceeds the ${left} ${charge.currency} left on charge ${chargeId}`,
+          );
     }
     const refund: RefundRecord = {
       id: newId(kind === "refund" ? "re" : kind === "void" ? "vo" : "cn"),
@@ -289,7 +299,12 @@ export class ProviderLedger {
   }
 
   /** Runs a POST under its Idempotency-Key: same key + same body → the first answer, other body → 422. */
-  idempotent(route: string, key: string | null, body: unknown, run: () => { status: number; body: unknown }): { status: number; body: unknown; replayed: boolean } {
+  idempotent(
+    route: string,
+    key: string | null,
+    body: unknown,
+    run: () => { status: number; body: unknown },
+  ): { status: number; body: unknown; replayed: boolean } {
     if (key === null) return { ...run(), replayed: false };
     if (key.length > 255) throw new HttpError(400, "invalid_request_error", "idempotency_key_invalid", "Idempotency-Key must be at most 255 characters");
     const id = `${route} ${key}`;
@@ -328,12 +343,23 @@ export class ProviderLedger {
       let answerAt: string | null = null;
       if (o.answerAt !== undefined && o.answerAt !== null) {
         if (typeof o.answerAt !== "string" || Number.isNaN(Date.parse(o.answerAt)) || status === "processing") {
-          throw new HttpError(400, "invalid_request_error", "parameter_invalid", `requests[${i}].answerAt must be an ISO 8601 time, for a succeeded or failed request`);
+          throw new HttpError(
+            400,
+            "invalid_request_error",
+            "parameter_invalid",
+            `requests[${i}].answerAt must be an ISO 8601 time, for a succeeded or failed request`,
+          );
         }
         answerAt = new Date(o.answerAt).toISOString();
       }
       if (status !== "succeeded") {
-        return { requestId, status, answerAt, reason: status === "failed" ? (parseString(o.reason, `requests[${i}].reason`, { optional: true, max: 2000 }) ?? "declined") : null, charge: null };
+        return {
+          requestId,
+          status,
+          answerAt,
+          reason: status === "failed" ? (parseString(o.reason, `requests[${i}].reason`, { optional: true, max: 2000 }) ?? "declined") : null,
+          charge: null,
+        };
       }
       const reference = parseString(o.reference, `requests[${i}].reference`, { optional: true }) ?? chargeIdForRequest(requestId);
       const amountMinor = parseAmount(o.amountMinor ?? 1000, `requests[${i}].amountMinor`, { positive: false });
@@ -342,9 +368,19 @@ export class ProviderLedger {
     });
     for (const p of parsed) {
       const before = this.state.requests.get(p.requestId);
-      const next: ChargeRequestRecord = { requestId: p.requestId, status: p.status, charge: p.charge?.id ?? null, reason: p.reason, ...(p.answerAt ? { answerAt: p.answerAt } : {}) };
+      const next: ChargeRequestRecord = {
+        requestId: p.requestId,
+        status: p.status,
+        charge: p.charge?.id ?? null,
+        reason: p.reason,
+        ...(p.answerAt ? { answerAt: p.answerAt } : {}),
+      };
       let changed =
-        !before || before.status !== next.status || before.charge !== next.charge || before.reason !== next.reason || (before.answerAt ?? null) !== (next.answerAt ?? null);
+        !before ||
+        before.status !== next.status ||
+        before.charge !== next.charge ||
+        before.reason !== next.reason ||
+        (before.answerAt ?? null) !== (next.answerAt ?? null);
       if (p.charge) changed = this.upsertCharge({ ...p.charge, requestId: p.requestId }) || changed;
       if (!before) counts.created++;
       else if (changed) counts.updated++;
@@ -392,7 +428,13 @@ export class ProviderLedger {
       }
       return v;
     };
-    const fault: Fault = { id: this.nextFaultId++, route: o.route as FaultRoute, mode: o.mode as FaultMode, ms: int(o.ms, "ms", 0), times: int(o.times, "times", 1) };
+    const fault: Fault = {
+      id: this.nextFaultId++,
+      route: o.route as FaultRoute,
+      mode: o.mode as FaultMode,
+      ms: int(o.ms, "ms", 0),
+      times: int(o.times, "times", 1),
+    };
     this.faults.push(fault);
     return fault;
   }
@@ -479,7 +521,13 @@ export class ProviderLedger {
     const before = this.state.charges.get(c.id);
     const requestId = c.requestId ?? before?.requestId ?? null;
     if (before && before.amountMinor === c.amountMinor && before.currency === c.currency && before.requestId === requestId) return false;
-    this.state.charges.set(c.id, { id: c.id, amountMinor: c.amountMinor, currency: c.currency, requestId, createdAt: before?.createdAt ?? new Date().toISOString() });
+    this.state.charges.set(c.id, {
+      id: c.id,
+      amountMinor: c.amountMinor,
+      currency: c.currency,
+      requestId,
+      createdAt: before?.createdAt ?? new Date().toISOString(),
+    });
     return true;
   }
 

@@ -1,7 +1,10 @@
-import { Prisma } from "../generated/prisma/client";
+import type { SqlExecutor } from "../db/sql";
 import type { HeaderPairs, StoredResponse } from "../idempotency/store";
 import type { StuckThresholds } from "../records/config";
-import { recordColumns, type RecordSummary } from "../records/row";
+import type { RecordSummary } from "../records/row";
+import { reconcileStore, type SettleRecordInput } from "./store";
+
+export type { FinalStatus, SettleRecordInput } from "./store";
 
 /**
  * The one guarded transition both "resolve by hand" and reconciliation make on a
@@ -9,15 +12,11 @@ import { recordColumns, type RecordSummary } from "../records/row";
  * conditional UPDATE that checks the id, the allowed status, the version the
  * caller saw (and, for processing, the stuck age), bumps the version, stores the
  * response later retries replay, and appends the 'reconciled' event in the same
- * statement. Nothing matched → null: the caller decides between 404 and 409 and
- * never overwrites. Writers' complete/fail only act on status = 'processing', so
- * row locks plus these conditions arbitrate a writer racing an operator: whoever
- * commits first wins; the other's condition no longer holds.
+ * statement (ReconcileStore.settleRecord). Nothing matched → null: the caller decides
+ * between 404 and 409 and never overwrites. Writers' complete/fail only act on
+ * status = 'processing', so row locks plus these conditions arbitrate a writer racing an
+ * operator: whoever commits first wins; the other's condition no longer holds.
  */
-
-type Tx = Prisma.TransactionClient;
-
-export type FinalStatus = "completed" | "failed";
 
 /** The record's state the guard compares against (and 409s report). */
 export interface CurrentState {
@@ -27,68 +26,23 @@ export interface CurrentState {
   updatedAt: Date;
 }
 
-export interface SettleRecordInput {
-  recordId: bigint;
-  expectedVersion: number;
-  status: FinalStatus;
-  providerReference: string | null;
-  /** What the effect created, when the operator knows it (kept as it is when null). */
-  resource?: { type: string | null; id: string | null };
-  response: StoredResponse;
-  lastError: string | null;
-  /** The 'reconciled' event's detail (e.g. { by: "hand", outcome, actor }). */
-  eventDetail: Record<string, unknown>;
-  now: Date;
-  stuck: StuckThresholds;
-}
-
 export interface SettledRecord {
   record: RecordSummary;
   /** The state the record was in (status, provider reference) at expectedVersion. */
   before: { status: string; version: number; providerReference: string | null };
 }
 
-/** The SQL condition "this record may be resolved now": pending, or processing past its operation's stuck threshold. */
-function resolvableSql(alias: string, now: Date, stuck: StuckThresholds): Prisma.Sql {
-  const a = Prisma.raw(alias);
-  return Prisma.sql`(${a}.status = 'pending' OR (${a}.status = 'processing' AND ${a}.updated_at < ${now}::timestamptz - make_interval(secs =>
-    COALESCE((${JSON.stringify(stuck.byOperation)}::jsonb ->> ${a}.operation)::float8, ${stuck.defaultSeconds}::float8))))`;
-}
-
-export async function settleRecord(tx: Tx, input: SettleRecordInput): Promise<SettledRecord | null> {
-  const { now } = input;
-  const rows = await tx.$queryRaw<(RecordSummary & { beforeStatus: string; beforeReference: string | null })[]>`
-    WITH old AS (
-      SELECT id, status, version, provider_reference FROM idempotency_records WHERE id = ${input.recordId}
-    ), upd AS (
-      UPDATE idempotency_records r SET status = ${input.status}, response_code = ${input.response.code},
-        response_headers = ${JSON.stringify(input.response.headers)}::jsonb, response_body = ${input.response.body},
-        provider_reference = COALESCE(${input.providerReference}, r.provider_reference),
-        resource_type = COALESCE(${input.resource?.type ?? null}, r.resource_type),
-        resource_id = COALESCE(${input.resource?.id ?? null}, r.resource_id),
-        last_error = ${input.lastError}, updated_at = ${now}::timestamptz, version = r.version + 1
-      FROM old
-      WHERE r.id = old.id AND r.version = ${input.expectedVersion}::int AND old.version = r.version
-        AND ${resolvableSql("r", now, input.stuck)}
-      RETURNING r.*
-    ), ev AS (
-      INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, response_code, occurred_at, detail)
-      SELECT id, scope, operation, idempotency_key, 'reconciled', payload_hash, response_code, ${now}::timestamptz,
-             ${JSON.stringify(input.eventDetail)}::jsonb FROM upd
-    )
-    SELECT ${Prisma.raw(recordColumns("upd"))}, old.status AS "beforeStatus", old.provider_reference AS "beforeReference"
-      FROM upd JOIN old ON old.id = upd.id`;
-  const row = rows[0];
+/** Applies the guarded transition on `ex` (inside the caller's transaction). */
+export async function settleRecord(ex: SqlExecutor, input: SettleRecordInput): Promise<SettledRecord | null> {
+  const row = await reconcileStore(ex).settleRecord(input);
   if (!row) return null;
   const { beforeStatus, beforeReference, ...record } = row;
   return { record, before: { status: beforeStatus, version: input.expectedVersion, providerReference: beforeReference } };
 }
 
 /** The record's current state (null when it does not exist). */
-export async function currentState(tx: Pick<Tx, "$queryRaw">, recordId: bigint): Promise<CurrentState | null> {
-  const rows = await tx.$queryRaw<{ id: bigint; status: string; version: number; updatedAt: Date }[]>`
-    SELECT id, status, version, updated_at AS "updatedAt" FROM idempotency_records WHERE id = ${recordId}`;
-  const r = rows[0];
+export async function currentState(ex: SqlExecutor, recordId: bigint): Promise<CurrentState | null> {
+  const r = await reconcileStore(ex).recordState(recordId);
   return r ? { id: r.id.toString(), status: r.status, version: r.version, updatedAt: r.updatedAt } : null;
 }
 
@@ -124,7 +78,11 @@ export function checkAvailability(
   if (items.checking) return { allowed: false, cause: "checking", reason: "Another check of this record is running right now; wait for its result." };
   if (items.openItem) return { allowed: true, cause: null, reason: null };
   if (record.status !== "pending" && record.status !== "processing") {
-    return { allowed: false, cause: "not_open", reason: `The record is ${record.status} and has no open reconciliation item: there is nothing to ask the provider.` };
+    return {
+      allowed: false,
+      cause: "not_open",
+      reason: `The record is ${record.status} and has no open reconciliation item: there is nothing to ask the provider.`,
+    };
   }
   if (!isResolvable(record, now, stuck)) {
     const threshold = stuck.byOperation[record.operation] ?? stuck.defaultSeconds;
@@ -190,4 +148,3 @@ export function failedResponse(opts: { reason: string; by: "hand" | "reconciliat
   };
   return { code: 422, headers: PROBLEM_HEADERS, body: JSON.stringify(body) };
 }
-

@@ -1,15 +1,14 @@
-import { OPEN_RECONCILIATION_STATES, sqlList } from "../kernel/vocabulary";
 import { z } from "zod";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import type { RequestMeta } from "../audit";
 import { auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { BULK_LIMIT, confirmationText } from "./confirm";
 import { reconcileConfigFromEnv } from "./config";
-import { reconcileRecord, type ReconcileOptions, type ReconcileOutcome } from "./core";
+import { reconcileRecord, type ReconcileDb, type ReconcileOptions, type ReconcileOutcome } from "./core";
 import { ProblemError } from "../kernel/problem";
-import { paramList } from "../db/params";
+import { reconcileStore } from "./store";
 
 /**
  * Bulk "check with provider": up to BULK_LIMIT records per call, named by id or
@@ -82,23 +81,9 @@ export interface BulkSelection {
 
 /** Records awaiting reconciliation that match the filter: pending, or with an open item; oldest change first. */
 export async function selectByFilter(db: Pick<Database, "sql">, filter: BulkFilter, limit = BULK_LIMIT): Promise<BulkSelection> {
-  const p = paramList();
-  const conds: string[] = [];
-  if (filter.operation) conds.push(`r.operation = ${p.add(filter.operation)}`);
-  if (filter.scope) conds.push(`r.scope = ${p.add(filter.scope)}`);
-  if (filter.provider) conds.push(`r.provider = ${p.add(filter.provider)}`);
-  const extra = conds.length ? ` AND ${conds.join(" AND ")}` : "";
-  // Two index ranges (status; item state), united.
-  const matching = `SELECT r.id, r.updated_at FROM idempotency_records r WHERE r.status = 'pending'${extra}
-    UNION
-    SELECT r.id, r.updated_at FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
-     WHERE i.state IN ${sqlList(OPEN_RECONCILIATION_STATES)}${extra}`;
-  const lim = p.add(limit);
-  const [ids, [count]] = await Promise.all([
-    db.sql.query<{ id: bigint }>(`SELECT id FROM (${matching}) m ORDER BY updated_at, id LIMIT ${lim}`, p.values),
-    db.sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM (${matching}) m`, p.values.slice(0, -1)),
-  ]);
-  return { recordIds: ids.map((r) => r.id), total: Number(count.n) };
+  const store = reconcileStore(db.sql);
+  const [recordIds, total] = await Promise.all([store.awaitingIds(filter, limit), store.countAwaiting(filter)]);
+  return { recordIds, total: Number(total) };
 }
 
 export interface BulkRecordOutcome {
@@ -134,12 +119,7 @@ async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Prom
   return out;
 }
 
-export async function reconcileBulk(
-  db: Pick<Database, "prisma" | "sql">,
-  actor: Actor,
-  body: BulkReconcileBody,
-  opts: ReconcileOptions = {},
-): Promise<BulkResult> {
+export async function reconcileBulk(db: ReconcileDb, actor: Actor, body: BulkReconcileBody, opts: ReconcileOptions = {}): Promise<BulkResult> {
   const request: RequestMeta | undefined = opts.request;
   return auditRefusals(
     db.prisma,
@@ -155,7 +135,10 @@ export async function reconcileBulk(
       const confirmation = confirmationText(count);
       const base = { count, total: selection.total, remaining: Math.max(0, selection.total - count), confirmation, recordIds: selection.recordIds };
       if (body.dryRun) return { dryRun: true, ...base, outcomes: [], summary: {} };
-      if (count === 0) throw new ProblemError(409, "nothing-to-check", "Nothing to check", "No record matches: none is pending or has an open reconciliation item.", { count: 0 });
+      if (count === 0)
+        throw new ProblemError(409, "nothing-to-check", "Nothing to check", "No record matches: none is pending or has an open reconciliation item.", {
+          count: 0,
+        });
       if (body.confirm?.trim() !== confirmation) throw new ConfirmationRequiredError(confirmation, count, body.confirm);
 
       const config = opts.config ?? reconcileConfigFromEnv();

@@ -1,8 +1,9 @@
-import { LOCKS } from "../db/locks";
 import type { Database } from "../db/client";
-import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
+import { isServerMode } from "../db/config";
+import { createPeriodicTask, type PeriodicTask } from "../db/periodic";
 import { reconcileConfigFromEnv, type ReconcileConfig } from "./config";
 import { claimDueItems, RECONCILER_ACTOR, reconcileClaimedItem, type ClaimedItem, type ReconcileAction, type ReconcileOptions } from "./core";
+import { reconcileStore } from "./store";
 
 /**
  * The background reconciler. Every RECONCILER_INTERVAL_SECONDS (default 30; 0
@@ -10,11 +11,11 @@ import { claimDueItems, RECONCILER_ACTOR, reconcileClaimedItem, type ClaimedItem
  * checking with an expired lease — in batches of RECONCILER_BATCH_SIZE, a few
  * lookups at a time, as the system actor "reconciler".
  *
- * - One instance at a time across processes: on Postgres a tick first takes
- *   pg_try_advisory_lock on a dedicated session (held while it works; an instance
- *   that does not get it skips the tick). The per-item claim (FOR UPDATE SKIP
- *   LOCKED, with a lease) is the second line of defence: even two instances that
- *   both ran would never check the same item at once. Embedded PGlite lives in one
+ * - One instance at a time across processes: on a database server a tick first takes the
+ *   reconciler's lock (ReconcileStore.withReconcilerLock: a try-lock on a dedicated
+ *   session, held while it works; an instance that does not get it skips the tick).
+ *   The per-item claim (FOR UPDATE SKIP LOCKED, with a lease) is the second line of
+ *   defence: even two instances that both ran would never check the same item at once. Embedded PGlite lives in one
  *   process (its folder cannot be shared), so there the lock is not needed — and a
  *   PGlite session would block every request while the provider is asked.
  * - Never takes the server down: failures are caught and logged (the first one,
@@ -37,7 +38,7 @@ export interface TickSummary {
 
 export interface ReconcilerRunOptions extends Pick<ReconcileOptions, "clock" | "stuck" | "onLookup"> {
   config?: ReconcileConfig;
-  /** Take the cross-process advisory lock (Postgres). Default true; tests turn it off to exercise the per-item claim. */
+  /** Take the cross-process lock (a database server). Default true; tests turn it off to exercise the per-item claim. */
   lock?: boolean;
   log?: Pick<Console, "log" | "warn" | "error">;
 }
@@ -79,8 +80,8 @@ export async function runReconcilerOnce(database: Database, opts: ReconcilerRunO
   };
 
   let result: TickSummary;
-  if (database.mode === "postgres" && opts.lock !== false) {
-    result = (await database.withSession((s) => withTryAdvisoryLock(s, LOCKS.reconciler, work))) ?? idle("locked");
+  if (isServerMode(database.mode) && opts.lock !== false) {
+    result = (await database.withSession((s) => reconcileStore(s).withReconcilerLock(work))) ?? idle("locked");
   } else {
     result = await work();
   }
@@ -90,7 +91,14 @@ export async function runReconcilerOnce(database: Database, opts: ReconcilerRunO
 
 export type Reconciler = PeriodicTask<TickSummary>;
 
-const idle = (status: TickSummary["status"], error?: unknown): TickSummary => ({ status, items: 0, actions: {}, errors: status === "failed" ? 1 : 0, ms: 0, error });
+const idle = (status: TickSummary["status"], error?: unknown): TickSummary => ({
+  status,
+  items: 0,
+  actions: {},
+  errors: status === "failed" ? 1 : 0,
+  ms: 0,
+  error,
+});
 
 export function createReconciler(getDb: () => Promise<Database>, opts: ReconcilerRunOptions & { intervalSeconds?: number } = {}): Reconciler {
   const config = opts.config ?? reconcileConfigFromEnv();

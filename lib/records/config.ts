@@ -22,7 +22,10 @@ export const DEFAULT_STUCK_SECONDS = 5 * 60;
 
 export function parseStuckThresholds(text: string | undefined): StuckThresholds {
   const out: StuckThresholds = { defaultSeconds: DEFAULT_STUCK_SECONDS, byOperation: {} };
-  for (const part of (text ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const part of (text ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([a-z][a-z0-9_.]*)\s*=\s*(.+)$/.exec(part);
     const seconds = m ? parseDuration(m[2]) : null;
     if (!m || seconds === null || seconds < 1) {
@@ -54,7 +57,11 @@ export interface MaskSettings {
   extraPatterns: ExtraPattern[];
 }
 
-const list = (text: string | undefined) => (text ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+const list = (text: string | undefined) =>
+  (text ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 export function parseMaskSettings(env: Record<string, string | undefined>): MaskSettings {
   let extraPatterns: ExtraPattern[] = [];

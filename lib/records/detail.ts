@@ -8,12 +8,13 @@ import type { SqlExecutor } from "../db/sql";
 import { compensability } from "../compensations/compensable";
 import { checkAvailability, type CheckAvailability } from "../reconcile/apply";
 import { readSideConfig, type StuckThresholds } from "./config";
-import { DEFAULT_WINDOW_SECONDS, duplicatesOfRecord, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS, type SuspectedDuplicate } from "./duplicates";
+import { duplicatesOfRecord, type SuspectedDuplicate } from "./duplicates";
+import { DEFAULT_WINDOW_SECONDS, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS } from "./vocabulary";
 import { buildMaskRules, maskBody, maskResponse, type HeaderPairs, type MaskedField, type MaskRules } from "./mask";
-import { recordColumns, type RecordSummary } from "./row";
+import type { RecordSummary } from "./row";
+import { detailStore } from "./detail-store";
 import { bodyText, readHeaders } from "../idempotency/stored-response";
-import { ProblemError } from "../kernel/problem";
-import { NotFoundError } from "../kernel/errors";
+import { ForbiddenError, NotFoundError } from "../kernel/errors";
 import { durationParam, optional } from "../kernel/input";
 
 /**
@@ -25,8 +26,7 @@ import { durationParam, optional } from "../kernel/input";
  * - "revealed" (records.reveal, via POST …/reveal, audited by the caller): as stored, plus
  *   where the masks would have been.
  * Outbox payloads follow the same levels (absent / masked / as stored).
- * Every list comes from an index on record id (events: (record_id, occurred_at);
- * audit_log: (target_table, target_id); compensations: (record_id)). Compensations come
+ * Every list comes from an index on record id (detail-store.postgres.ts). Compensations come
  * without the viewer's allowed actions: GET /api/v1/compensations?recordId= adds those.
  */
 
@@ -93,11 +93,7 @@ export interface RecordDetail {
 }
 
 export async function loadRecord(sql: SqlExecutor, id: bigint): Promise<RecordFull> {
-  const [row] = await sql.query<Omit<RecordFull, "responseHeaders"> & { responseHeaders: unknown }>(
-    `SELECT ${recordColumns("r")}, r.response_headers AS "responseHeaders", r.response_body::text AS "responseBody"
-       FROM idempotency_records r WHERE r.id = $1`,
-    [id],
-  );
+  const row = await detailStore(sql).record(id);
   if (!row) throw new NotFoundError(`There is no record ${id} (it may have been purged).`);
   // Headers as the writer stored them (pairs, an object, lines …), read as pairs; what is not a header is kept as text.
   const headers = readHeaders(row.responseHeaders);
@@ -120,7 +116,15 @@ export function responseView(record: RecordFull, access: BodyAccess, rules?: Mas
   const oddMasks = (odd?.masked ?? []).map((m) => ({ ...m, path: `headersUnreadable${m.path.slice("body".length)}` }));
   const shape = { headersShape: record.responseHeadersShape };
   return access === "masked"
-    ? { access, code: masked.code, headers: masked.headers, ...shape, headersUnreadable: odd?.body ?? null, body: masked.body, masked: [...masked.masked, ...oddMasks] }
+    ? {
+        access,
+        code: masked.code,
+        headers: masked.headers,
+        ...shape,
+        headersUnreadable: odd?.body ?? null,
+        body: masked.body,
+        masked: [...masked.masked, ...oddMasks],
+      }
     : { access, ...stored, ...shape, headersUnreadable: record.responseHeadersUnreadable, masked: [...masked.masked, ...oddMasks] };
 }
 
@@ -132,45 +136,18 @@ export async function recordDetail(
   const record = await loadRecord(sql, id);
   const windowSeconds = opts.windowSeconds ?? DEFAULT_WINDOW_SECONDS;
   const now = opts.now ?? new Date();
+  const store = detailStore(sql);
   const [events, total, reconciliationItems, outboxMessages, audit, suspectedDuplicates, compensations] = await Promise.all([
-    sql.query<TimelineEvent>(
-      `SELECT * FROM (
-         SELECT e.id, e.kind, e.occurred_at AS "occurredAt", e.payload_hash AS "payloadHash",
-                e.response_code AS "responseCode", e.detail
-           FROM idempotency_events e WHERE e.record_id = $1
-          ORDER BY e.occurred_at DESC, e.id DESC LIMIT $2
-       ) t ORDER BY "occurredAt", id`,
-      [id, MAX_TIMELINE_EVENTS],
-    ),
-    sql.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events WHERE record_id = $1`, [id]),
-    sql.query(
-      `SELECT id, provider, provider_request_id AS "providerRequestId", state, attempts, last_checked_at AS "lastCheckedAt",
-              next_check_at AS "nextCheckAt", last_error AS "lastError", resolution, resolved_by AS "resolvedBy",
-              resolved_at AS "resolvedAt", created_at AS "createdAt", updated_at AS "updatedAt"
-         FROM reconciliation_items WHERE record_id = $1 ORDER BY created_at, id`,
-      [id],
-    ),
-    sql.query(
-      `SELECT id, topic, payload, status, attempts, next_attempt_at AS "nextAttemptAt", last_error AS "lastError",
-              created_at AS "createdAt", sent_at AS "sentAt"
-         FROM outbox_messages WHERE record_id = $1 ORDER BY created_at, id`,
-      [id],
-    ),
-    sql.query(
-      `SELECT id, occurred_at AS "occurredAt", actor_type AS "actorType", actor_id AS "actorId", actor_label AS "actorLabel",
-              action, outcome, reason, before, after, detail, request_id AS "requestId"
-         FROM audit_log
-        WHERE (target_table = $1 AND target_id = $2)
-           -- A compensation's steps target the compensation; they belong to this record's trail too.
-           OR (target_table = 'compensations' AND target_id IN (SELECT id::text FROM compensations WHERE record_id = $4))
-        ORDER BY id DESC LIMIT $3`,
-      [AUDIT_TARGET_TABLE, id.toString(), MAX_AUDIT_ENTRIES, id],
-    ),
+    store.timeline(id, MAX_TIMELINE_EVENTS),
+    store.eventCount(id),
+    store.reconciliationItems(id),
+    store.outboxMessages(id),
+    store.auditTrail({ table: AUDIT_TARGET_TABLE, id }, MAX_AUDIT_ENTRIES),
     duplicatesOfRecord(sql, record, windowSeconds),
     compensationsOfRecord(sql, id, leaseSeconds()),
   ]);
   const { responseHeaders: _h, responseBody: _b, responseHeadersShape: _s, responseHeadersUnreadable: _u, ...summary } = record;
-  const n = Number(total[0].n);
+  const n = Number(total);
   const rules = opts.rules ?? buildMaskRules();
   const items = reconciliationItems as { state: string; nextCheckAt: Date | null }[];
   return {
@@ -187,7 +164,9 @@ export async function recordDetail(
     checkWithProvider: checkAvailability(
       record,
       {
-        openItem: items.some((i) => i.state === "open" || i.state === "needs_manual" || (i.state === "checking" && i.nextCheckAt !== null && i.nextCheckAt <= now)),
+        openItem: items.some(
+          (i) => i.state === "open" || i.state === "needs_manual" || (i.state === "checking" && i.nextCheckAt !== null && i.nextCheckAt <= now),
+        ),
         checking: items.some((i) => i.state === "checking" && i.nextCheckAt !== null && i.nextCheckAt > now),
       },
       now,
@@ -229,8 +208,16 @@ export async function revealResponse(
 ): Promise<RevealResult> {
   const target = { table: AUDIT_TARGET_TABLE, id };
   if (!can(principal, "records.read_body")) {
-    await audit(database.prisma, { actor: actorOf(principal), action: "records.reveal", target, reason, request, outcome: "refused", detail: { reason: "missing permission records.read_body" } });
-    throw new ProblemError(403, "forbidden", "Forbidden", "Revealing a response also needs the permission records.read_body.");
+    await audit(database.prisma, {
+      actor: actorOf(principal),
+      action: "records.reveal",
+      target,
+      reason,
+      request,
+      outcome: "refused",
+      detail: { reason: "missing permission records.read_body" },
+    });
+    throw new ForbiddenError("Revealing a response also needs the permission records.read_body.");
   }
   const record = await loadRecord(database.sql, id);
   const response = responseView(record, "revealed", rules)!;

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { recordColumns, type RecordSummary } from "./row";
+import type { RecordSummary } from "./row";
 import { durationParam, intParam, isoTime, optional, resolveRange } from "../kernel/input";
-import { paramList } from "../db/params";
+import { duplicatesStore, type DuplicateProbe } from "./duplicates-store";
+import { DEFAULT_WINDOW_SECONDS, DUPLICATE_BASES, MAX_PAIRS, MAX_WINDOW_SECONDS, MIN_WINDOW_SECONDS, type DuplicateBasis } from "./vocabulary";
 
 /**
  * Duplicate-charge investigation: the double charges an idempotency key cannot catch
@@ -16,24 +17,12 @@ import { paramList } from "../db/params";
  * A pair is found when its EARLIER record was created in [from, to). Pairs sharing a
  * record form one cluster (three clicks → one cluster of three).
  *
- * Index use: the records created in the range come from (created_at, id) — or
- * (scope, created_at, id) with a scope filter. Their partners lie in [from, to + window),
- * which the query states explicitly, so the planner either hash-joins two index ranges
- * (a wide range) or probes idempotency_records_duplicate_idx (scope, operation,
- * payload_hash, created_at) / the resource_id index per record (a narrow one); it never
- * needs to read the whole table.
+ * Every statement is an index range or probe, never a read of the whole table: the
+ * statements, and the indexes they use, are in duplicates-store.postgres.ts.
  */
 
-export const DEFAULT_WINDOW_SECONDS = 10 * 60;
-export const MIN_WINDOW_SECONDS = 60;
-export const MAX_WINDOW_SECONDS = 24 * 3600;
 const DAY_MS = 86_400_000;
 export const MAX_CLUSTERS = 500;
-/** Pairs read per request at most; beyond that the answer says truncated. */
-export const MAX_PAIRS = 5000;
-
-export const DUPLICATE_BASES = ["payload_hash", "amount_resource"] as const;
-export type DuplicateBasis = (typeof DUPLICATE_BASES)[number];
 
 export const duplicatesQuerySchema = z
   .object({
@@ -122,52 +111,13 @@ export interface DuplicatesResult {
   truncated: boolean;
 }
 
-const PAIR_ON: Record<DuplicateBasis, string> = {
-  payload_hash: `b.scope = a.scope AND b.operation = a.operation AND b.payload_hash = a.payload_hash`,
-  amount_resource: `b.resource_id = a.resource_id AND b.amount_minor = a.amount_minor AND b.currency = a.currency
-                    AND b.scope = a.scope AND b.operation = a.operation`,
-};
-const ANCHOR_WHERE: Record<DuplicateBasis, string> = {
-  payload_hash: "TRUE",
-  amount_resource: "a.resource_id IS NOT NULL AND a.amount_minor IS NOT NULL AND a.currency IS NOT NULL",
-};
-
-/** The pair-finding SQL (exported for the EXPLAIN test). */
-export function duplicatePairsSql(input: DuplicatesInput & { from: Date; to: Date }): { text: string; values: unknown[] } {
-  const p = paramList();
-  const from = p.add(input.from);
-  const to = p.add(input.to);
-  const win = p.add(input.windowSeconds ?? DEFAULT_WINDOW_SECONDS);
-  const filters = [`a.created_at >= ${from}`, `a.created_at < ${to}`];
-  if (input.scope) filters.push(`a.scope = ${p.add(input.scope)}`);
-  if (input.operation) filters.push(`a.operation = ${p.add(input.operation)}`);
-  const branches = (input.bases ?? DUPLICATE_BASES).map(
-    (basis) => `SELECT a.id AS first, b.id AS second, '${basis}'::text AS basis,
-                       extract(epoch FROM b.created_at - a.created_at)::float8 AS "secondsApart", b.created_at AS last_at
-                  FROM idempotency_records a
-                  JOIN idempotency_records b
-                    ON ${PAIR_ON[basis]}
-                   AND b.idempotency_key <> a.idempotency_key
-                   AND b.created_at >= a.created_at AND b.created_at <= a.created_at + make_interval(secs => ${win})
-                   AND (b.created_at, b.id) > (a.created_at, a.id)
-                   -- implied by the two lines above, spelled out so the partners are a range too
-                   AND b.created_at >= ${from} AND b.created_at < ${to}::timestamptz + make_interval(secs => ${win})
-                 WHERE ${[...filters, ANCHOR_WHERE[basis]].join(" AND ")}`,
-  );
-  const cap = p.add(MAX_PAIRS + 1);
-  return { text: `${branches.join(" UNION ALL ")} ORDER BY last_at DESC LIMIT ${cap}`, values: p.values };
-}
-
 /**
  * The range of "every record still held": from the oldest record (of the scope, when given)
  * to now, or just past the newest record when a writer's clock runs ahead. Both ends come
  * from the ends of (created_at, id) or (scope, created_at, id): two index probes.
  */
 export async function lifetimeRange(sql: SqlExecutor, scope: string | undefined, now = new Date()): Promise<{ from: Date; to: Date }> {
-  const [row] = await sql.query<{ oldest: Date | null; newest: Date | null }>(
-    `SELECT min(created_at) AS oldest, max(created_at) AS newest FROM idempotency_records${scope ? " WHERE scope = $1" : ""}`,
-    scope ? [scope] : [],
-  );
+  const row = await duplicatesStore(sql).createdRange(scope);
   const newest = row?.newest ? new Date(row.newest).getTime() + 1 : 0;
   const to = new Date(Math.max(now.getTime(), newest));
   const from = row?.oldest ? new Date(row.oldest) : now;
@@ -182,8 +132,8 @@ export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): 
   const { from, to } = lifetime
     ? await lifetimeRange(sql, input.scope)
     : { from: input.from ?? new Date((input.to ?? new Date()).getTime() - DAY_MS), to: input.to ?? new Date() };
-  const { text, values } = duplicatePairsSql({ ...input, from, to, windowSeconds, bases });
-  const raw = await sql.query<{ first: bigint; second: bigint; basis: DuplicateBasis; secondsApart: number }>(text, values);
+  const store = duplicatesStore(sql);
+  const raw = await store.pairs({ ...input, from, to, windowSeconds, bases });
   let truncated = raw.length > MAX_PAIRS;
   const rows = raw.slice(0, MAX_PAIRS);
 
@@ -210,11 +160,7 @@ export async function findDuplicates(sql: SqlExecutor, input: DuplicatesInput): 
     if (ra !== rb) parent.set(ra, rb);
   }
   const ids = [...parent.keys()];
-  const records = ids.length
-    ? await sql.query<RecordSummary>(`SELECT ${recordColumns("r")} FROM idempotency_records r WHERE r.id = ANY ($1::bigint[])`, [
-        ids.map(String),
-      ])
-    : [];
+  const records = ids.length ? await store.records(ids) : [];
   const byId = new Map(records.map((r) => [r.id, r]));
 
   const groups = new Map<bigint, { records: RecordSummary[]; pairs: DuplicatePair[] }>();
@@ -279,35 +225,6 @@ export interface SuspectedDuplicate extends RecordSummary {
 /** At most this many records of one record's cluster are read (a cluster is a handful of clicks). */
 export const MAX_CLUSTER_RECORDS = 50;
 
-type DuplicateProbe = Pick<RecordSummary, "id" | "scope" | "operation" | "idempotencyKey" | "payloadHash" | "resourceId" | "amountMinor" | "currency" | "createdAt">;
-
-/** The direct partners of one record within ±window, by either rule (two index probes). */
-async function partnersOf(sql: SqlExecutor, record: DuplicateProbe, windowSeconds: number): Promise<(RecordSummary & { basis: DuplicateBasis })[]> {
-  const near = `b.idempotency_key <> $4 AND b.created_at BETWEEN $5::timestamptz - make_interval(secs => $6)
-                AND $5::timestamptz + make_interval(secs => $6)`;
-  const hasResource = record.resourceId !== null && record.amountMinor !== null && record.currency !== null;
-  return sql.query<RecordSummary & { basis: DuplicateBasis }>(
-    `SELECT ${recordColumns("b")}, 'payload_hash'::text AS basis FROM idempotency_records b
-      WHERE b.scope = $1 AND b.operation = $2 AND b.payload_hash = $3 AND ${near}
-     ${
-       hasResource
-         ? `UNION ALL
-     SELECT ${recordColumns("b")}, 'amount_resource'::text FROM idempotency_records b
-      WHERE b.resource_id = $7 AND b.amount_minor = $8 AND b.currency = $9 AND b.scope = $1 AND b.operation = $2 AND ${near}`
-         : ""
-     }`,
-    [
-      record.scope,
-      record.operation,
-      record.payloadHash,
-      record.idempotencyKey,
-      record.createdAt,
-      windowSeconds,
-      ...(hasResource ? [record.resourceId, record.amountMinor, record.currency] : []),
-    ],
-  );
-}
-
 /**
  * The suspected duplicates of one record (record detail): its whole cluster under the
  * duplicates screen's rules — its partners within ±window, their partners, and so on —
@@ -315,13 +232,14 @@ async function partnersOf(sql: SqlExecutor, record: DuplicateProbe, windowSecond
  * were spread. Each hop is the same two index probes; at most MAX_CLUSTER_RECORDS.
  */
 export async function duplicatesOfRecord(sql: SqlExecutor, record: DuplicateProbe, windowSeconds = DEFAULT_WINDOW_SECONDS): Promise<SuspectedDuplicate[]> {
+  const store = duplicatesStore(sql);
   const out = new Map<bigint, SuspectedDuplicate>();
   const seen = new Set<bigint>([record.id]);
   let frontier: DuplicateProbe[] = [record];
   while (frontier.length && out.size < MAX_CLUSTER_RECORDS) {
     const next: DuplicateProbe[] = [];
     for (const member of frontier) {
-      for (const { basis, ...r } of await partnersOf(sql, member, windowSeconds)) {
+      for (const { basis, ...r } of await store.partners(member, windowSeconds)) {
         if (r.id === record.id) continue;
         const d = out.get(r.id) ?? {
           ...r,

@@ -60,10 +60,36 @@ export interface MaskRules {
 const normKey = (k: string) => k.toLowerCase().replace(/[^a-z0-9]/g, "");
 
 const DEFAULT_KEYS = [
-  "password", "passwd", "pwd", "passphrase", "secret", "client_secret", "api_secret", "token", "access_token",
-  "refresh_token", "id_token", "auth_token", "session_token", "api_key", "apikey", "private_key", "authorization",
-  "cookie", "card_number", "cardnumber", "pan", "cvc", "cvv", "cvv2", "cvc2", "security_code", "iban",
-  "account_number", "ssn", "pin",
+  "password",
+  "passwd",
+  "pwd",
+  "passphrase",
+  "secret",
+  "client_secret",
+  "api_secret",
+  "token",
+  "access_token",
+  "refresh_token",
+  "id_token",
+  "auth_token",
+  "session_token",
+  "api_key",
+  "apikey",
+  "private_key",
+  "authorization",
+  "cookie",
+  "card_number",
+  "cardnumber",
+  "pan",
+  "cvc",
+  "cvv",
+  "cvv2",
+  "cvc2",
+  "security_code",
+  "iban",
+  "account_number",
+  "ssn",
+  "pin",
 ];
 const KEY_SUFFIXES = ["password", "secret", "token", "apikey"];
 const SECRET_HEADERS = ["x-api-key", "api-key", "x-auth-token", "x-access-token", "x-csrf-token", "x-amz-security-token"];
@@ -180,7 +206,10 @@ export function maskText(text: string, rules?: MaskRules): { text: string; fired
     out = out.replace(rule.re, (...args: unknown[]) => {
       const match = args[0] as string;
       // (match, ...groups, offset, input[, namedGroups]): the groups end at the numeric offset.
-      const groups = args.slice(1, args.findIndex((a, k) => k > 0 && typeof a === "number")) as string[];
+      const groups = args.slice(
+        1,
+        args.findIndex((a, k) => k > 0 && typeof a === "number"),
+      ) as string[];
       const r = rule.replace(match, groups);
       if (r === null || r === match) return match;
       fired.add(rule.name);

@@ -1,11 +1,11 @@
-import { Prisma } from "../generated/prisma/client";
-import { OPEN_RECONCILIATION_STATES, sqlList } from "../kernel/vocabulary";
 import { z } from "zod";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
+import { txExecutor } from "../db/sql";
 import { completedResponse, currentState, failedResponse, settleRecord } from "../reconcile/apply";
+import { reconcileStore } from "../reconcile/store";
 import { readSideConfig, thresholdFor, type StuckThresholds } from "./config";
 import type { RecordSummary } from "./row";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
@@ -26,6 +26,9 @@ import { NotFoundError, StateConflictError } from "../kernel/errors";
  */
 
 export const RESOLVE_ACTION = "records.resolve";
+
+/** Operators racing on one record queue on its row lock, each holding a connection: allow for the wait. */
+const RESOLVE_TX = { maxWait: 15_000, timeout: 30_000 };
 
 /** The service's own response, when the operator knows it (what its replay would have answered). */
 export const serviceResponseSchema = z
@@ -60,7 +63,11 @@ export const resolveBodySchema = z
       ctx.addIssue({ code: "custom", path: ["response", "code"], message: "must be 400 or above for a failed record (it failed before any effect)" });
     }
     if (b.outcome === "completed" && !b.providerReference) {
-      ctx.addIssue({ code: "custom", path: ["providerReference"], message: "is required when the outcome is completed (the provider's reference of the charge)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["providerReference"],
+        message: "is required when the outcome is completed (the provider's reference of the charge)",
+      });
     }
     if (b.outcome === "failed" && b.providerReference) {
       ctx.addIssue({ code: "custom", path: ["providerReference"], message: "is only given when the outcome is completed" });
@@ -84,7 +91,7 @@ export interface ResolveOptions {
 }
 
 export async function resolveRecord(
-  db: Pick<Database, "prisma">,
+  db: Pick<Database, "prisma" | "sql" | "dialect">,
   actor: Actor,
   recordId: bigint,
   input: ResolveBody,
@@ -102,7 +109,8 @@ export async function resolveRecord(
       const stuck = opts.stuck ?? readSideConfig().stuck;
       const who = auditActor(actor);
       const result = await db.prisma.$transaction(async (tx) => {
-        const settled = await settleRecord(tx, {
+        const ex = txExecutor(tx, db.dialect);
+        const settled = await settleRecord(ex, {
           recordId,
           expectedVersion: input.expectedVersion,
           status: input.outcome,
@@ -125,13 +133,14 @@ export async function resolveRecord(
         });
         if (!settled) return null;
         const resolution = { by: "hand", outcome: input.outcome, providerReference: input.providerReference ?? null, reason: input.reason };
-        const items = await tx.$queryRaw<{ id: bigint }[]>`
-          UPDATE reconciliation_items SET state = ${input.outcome === "completed" ? "resolved_succeeded" : "resolved_failed"},
-            resolution = ${JSON.stringify(resolution)}::jsonb, resolved_by = ${who.label ?? who.type}, resolved_at = ${now}::timestamptz,
-            next_check_at = NULL, updated_at = ${now}::timestamptz
-          WHERE record_id = ${recordId} AND state IN ${Prisma.raw(sqlList(OPEN_RECONCILIATION_STATES))}
-          RETURNING id`;
-        const itemIds = items.map((i) => i.id).sort((a, b) => (a < b ? -1 : 1));
+        const items = await reconcileStore(ex).resolveOpenItems(
+          recordId,
+          input.outcome === "completed" ? "resolved_succeeded" : "resolved_failed",
+          resolution,
+          who.label ?? who.type,
+          now,
+        );
+        const itemIds = items.sort((a, b) => (a < b ? -1 : 1));
         const entry = await appendAudit(tx, {
           actor: who,
           action: RESOLVE_ACTION,
@@ -144,7 +153,9 @@ export async function resolveRecord(
             resourceType: settled.record.resourceType,
             resourceId: settled.record.resourceId,
             // Whose response a retry now replays (the body itself stays out of the audit trail).
-            response: input.response ? { given: "by the operator", code: input.response.code } : { given: "made by the console", code: settled.record.responseCode },
+            response: input.response
+              ? { given: "by the operator", code: input.response.code }
+              : { given: "made by the console", code: settled.record.responseCode },
           },
           reason: input.reason,
           request,
@@ -152,7 +163,7 @@ export async function resolveRecord(
           detail: { outcome: input.outcome, expectedVersion: input.expectedVersion, reconciliationItemsResolved: itemIds },
         });
         return { ...settled, itemIds, auditId: entry.id };
-      });
+      }, RESOLVE_TX);
       if (!result) throw await refusal(db, recordId, input.expectedVersion, now, stuck);
       return {
         record: result.record,
@@ -166,8 +177,8 @@ export async function resolveRecord(
 }
 
 /** Why the guarded update matched nothing: gone (404), or changed / not resolvable (409 with the current state). */
-async function refusal(db: Pick<Database, "prisma">, recordId: bigint, expectedVersion: number, now: Date, stuck: StuckThresholds): Promise<Error> {
-  const current = await currentState(db.prisma, recordId);
+async function refusal(db: Pick<Database, "prisma" | "sql">, recordId: bigint, expectedVersion: number, now: Date, stuck: StuckThresholds): Promise<Error> {
+  const current = await currentState(db.sql, recordId);
   if (!current) return new NotFoundError(`idempotency record ${recordId} does not exist`);
   const state = { status: current.status, version: current.version, updatedAt: current.updatedAt.toISOString() };
   const when = `${state.updatedAt.slice(0, 19).replace("T", " ")} UTC`;
@@ -185,5 +196,8 @@ async function refusal(db: Pick<Database, "prisma">, recordId: bigint, expectedV
       state,
     );
   }
-  return new StateConflictError(`The record is ${current.status} (version ${current.version}, changed ${when}): only pending or stuck processing records can be resolved by hand.`, state);
+  return new StateConflictError(
+    `The record is ${current.status} (version ${current.version}, changed ${when}): only pending or stuck processing records can be resolved by hand.`,
+    state,
+  );
 }

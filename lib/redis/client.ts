@@ -51,7 +51,10 @@ export class RedisUnavailableError extends ProblemError {
 /** ioredis's ways of saying the server is not there (as opposed to a command's own error). */
 export function isConnectionError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  return err.name === "MaxRetriesPerRequestError" || /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|Stream isn't writeable/i.test(err.message);
+  return (
+    err.name === "MaxRetriesPerRequestError" ||
+    /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|Stream isn't writeable/i.test(err.message)
+  );
 }
 
 /** Runs Redis work; a connection failure becomes a 503 problem naming the store. */

@@ -76,7 +76,7 @@ function parseFormats(text: string | undefined): Record<string, { format: ValueF
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new Error("REDIS_FORMATS must be a JSON object: {\"name\": {\"extends\": \"seed\", \"stateField\": \"state\", …}}");
+    throw new Error('REDIS_FORMATS must be a JSON object: {"name": {"extends": "seed", "stateField": "state", …}}');
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("REDIS_FORMATS must be a JSON object of formats by name");
   for (const [name, spec] of Object.entries(parsed)) {
@@ -86,7 +86,7 @@ function parseFormats(text: string | undefined): Record<string, { format: ValueF
     try {
       out[name] = { format: customFormat(r.data), preset: r.data.extends ? FORMAT_PRESETS[r.data.extends] : undefined };
     } catch (err) {
-      throw new Error(`REDIS_FORMATS.${name}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`REDIS_FORMATS.${name}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
   }
   return out;
@@ -108,7 +108,8 @@ interface StoreInput {
 }
 
 function storeConfig(input: StoreInput, formats: ReturnType<typeof parseFormats>, where: string): RedisStoreConfig {
-  if (!STORE_NAME_RE.test(input.name)) throw new Error(`${where}: store name "${input.name}" must be 1–40 of a-z, 0-9, _ and - (starting with a letter or digit)`);
+  if (!STORE_NAME_RE.test(input.name))
+    throw new Error(`${where}: store name "${input.name}" must be 1–40 of a-z, 0-9, _ and - (starting with a letter or digit)`);
   let url: URL;
   try {
     url = new URL(input.url);
@@ -156,7 +157,10 @@ export function parseRedisConfig(env: Env): RedisConfig {
       ),
     );
   }
-  for (const part of (env.REDIS_STORES ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const part of (env.REDIS_STORES ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf("=");
     if (eq < 1) throw new Error(`REDIS_STORES: "${part}" is not name=redis://…`);
     const name = part.slice(0, eq).trim();
@@ -220,7 +224,11 @@ export function storeNamed(name: string): RedisStoreConfig {
   const store = redisConfig().stores.find((s) => s.name === name);
   if (!store) {
     const names = redisConfig().stores.map((s) => s.name);
-    throw new NotFoundError(names.length ? `There is no Redis key store "${name}" (configured: ${names.join(", ")}).` : "No Redis key store is configured (REDIS_URL / REDIS_STORES).");
+    throw new NotFoundError(
+      names.length
+        ? `There is no Redis key store "${name}" (configured: ${names.join(", ")}).`
+        : "No Redis key store is configured (REDIS_URL / REDIS_STORES).",
+    );
   }
   return store;
 }

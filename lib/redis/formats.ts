@@ -93,7 +93,7 @@ export const FORMAT_PRESETS: Record<string, FormatPreset> = {
     defaultPattern: "idempotency:*",
     defaultTtlSeconds: 86400,
     fingerprintAdvice:
-      "The service stores only 'processing' and {status, body}, so a retry that reuses a key with another payload replays the first request's answer. Store the SHA-256 of the canonical request payload with the key (in the processing value and in the result JSON, e.g. {\"state\":\"processing\",\"payload_hash\":\"…\"}), answer 422 when a retry's hash differs, and describe the new shape in REDIS_FORMATS.",
+      'The service stores only \'processing\' and {status, body}, so a retry that reuses a key with another payload replays the first request\'s answer. Store the SHA-256 of the canonical request payload with the key (in the processing value and in the result JSON, e.g. {"state":"processing","payload_hash":"…"}), answer 422 when a retry\'s hash differs, and describe the new shape in REDIS_FORMATS.',
   },
   powertools: {
     library: "AWS Lambda Powertools idempotency, Python (RedisCachePersistenceLayer) and TypeScript (CachePersistenceLayer)",

@@ -21,7 +21,10 @@ export const MAX_KEY_LENGTH = 1024;
 const PREFIX_ROUNDS = 200;
 const PREFIX_COUNT = 1000;
 
-export const redisKeySchema = z.string({ error: "must be a key (text)" }).min(1, "must not be empty").max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`);
+export const redisKeySchema = z
+  .string({ error: "must be a key (text)" })
+  .min(1, "must not be empty")
+  .max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`);
 
 export const keyLookupQuerySchema = z
   .object({
@@ -94,7 +97,8 @@ export interface KeyLookupResult {
 export async function lookupKeys(store: RedisStoreConfig, q: KeyLookupQuery, principal: Principal | null): Promise<KeyLookupResult> {
   const redis = redisFor(store);
   if (q.key !== undefined) {
-    if (!inStore(store, q.key)) throw new NotFoundError(`"${q.key}" is not under the store's key pattern ${store.pattern}: it is not one of its idempotency keys.`);
+    if (!inStore(store, q.key))
+      throw new NotFoundError(`"${q.key}" is not under the store's key pattern ${store.pattern}: it is not one of its idempotency keys.`);
     const r = await onStore(store, () => readKey(redis, store, q.key!));
     if (!r) throw new NotFoundError(`The key "${q.key}" does not exist in the store "${store.name}" (it may have expired).`);
     return { store: store.name, mode: "exact", keys: [keyView(store, r, principal)], unrecognised: 0, complete: true };

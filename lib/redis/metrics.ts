@@ -45,7 +45,10 @@ export function addRedisMetrics(registry: Registry, entries: RedisCensusEntry[])
   const gauge = (name: string, help: string, labelNames: string[]) => new Gauge({ name, help, labelNames, registers });
   const keys = gauge("idempotency_redis_keys", "Idempotency keys in a Redis store by state (latest census).", ["store", "state"]);
   const wedged = gauge("idempotency_redis_wedged_keys", "Keys processing for longer than the store's wedged threshold (latest census).", ["store"]);
-  const byStatus = gauge("idempotency_redis_keys_by_status", "Completed keys by stored HTTP status (latest census; \"none\" when the format stores none).", ["store", "status"]);
+  const byStatus = gauge("idempotency_redis_keys_by_status", 'Completed keys by stored HTTP status (latest census; "none" when the format stores none).', [
+    "store",
+    "status",
+  ]);
   const scan = gauge("idempotency_redis_scan_seconds", "How long the latest census of the store took (SCAN + pipelined reads).", ["store"]);
   const taken = gauge("idempotency_redis_census_timestamp_seconds", "When the latest census of the store finished (Unix time).", ["store"]);
   for (const { store, census } of entries) {

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import type { Database } from "../db/client";
@@ -101,7 +101,11 @@ function currentOf(store: RedisStoreConfig, r: KeyReading | null) {
 function refusalFor(store: RedisStoreConfig, key: string, r: KeyReading | null): ProblemError | null {
   if (!r) return new NotFoundError(`The key "${key}" does not exist in the store "${store.name}" (it expired, or someone deleted it).`);
   const current = currentOf(store, r);
-  if (!r.record) return new StateConflictError(`The key "${key}" is not an idempotency record of this store's format (${store.formatName}): the console never touches it.`, current);
+  if (!r.record)
+    return new StateConflictError(
+      `The key "${key}" is not an idempotency record of this store's format (${store.formatName}): the console never touches it.`,
+      current,
+    );
   if (r.record.state === "completed") {
     return new StateConflictError(
       `The key "${key}" holds a completed answer${r.record.httpStatus ? ` (${r.record.httpStatus})` : ""}: retries replay it. Only a wedged processing key can be released; it was left in place.`,
@@ -109,7 +113,11 @@ function refusalFor(store: RedisStoreConfig, key: string, r: KeyReading | null):
     );
   }
   const a = assess(store, r);
-  if (a.leaseExpired) return new StateConflictError(`The key "${key}" is processing but its in-progress lease has ended: the library takes it over on the next request. Nothing to release.`, current);
+  if (a.leaseExpired)
+    return new StateConflictError(
+      `The key "${key}" is processing but its in-progress lease has ended: the library takes it over on the next request. Nothing to release.`,
+      current,
+    );
   if (!a.wedged) {
     return new StateConflictError(
       `The key "${key}" has been processing for ${Math.floor((a.ageMs ?? 0) / 1000)} s, less than the wedged threshold ${formatDuration(store.wedgedAfterSeconds)}: a worker may still finish it. Wait, then release it if it is still there.`,
@@ -120,7 +128,14 @@ function refusalFor(store: RedisStoreConfig, key: string, r: KeyReading | null):
 }
 
 async function runScript(redis: Redis, store: RedisStoreConfig, r: KeyReading): Promise<{ released: boolean; why?: string }> {
-  const reply = (await redis.eval(RELEASE_SCRIPT, 1, r.key, store.format.encoding === "hash" ? "hash" : "string", comparable(r.raw!), String(maxRemainingWhenWedged(store)))) as [number, string | number];
+  const reply = (await redis.eval(
+    RELEASE_SCRIPT,
+    1,
+    r.key,
+    store.format.encoding === "hash" ? "hash" : "string",
+    comparable(r.raw!),
+    String(maxRemainingWhenWedged(store)),
+  )) as [number, string | number];
   return reply[0] === 1 ? { released: true } : { released: false, why: String(reply[1]) };
 }
 
@@ -177,7 +192,10 @@ export async function releaseKey(
     }
     // The script refused: the key changed (or went) between the read and the script.
     const now = await onStore(store, () => readKey(redis, store, input.key));
-    throw refusalFor(store, input.key, now) ?? new StateConflictError(`The key "${input.key}" changed while it was being released; it was left in place. Look at it again.`, currentOf(store, now));
+    throw (
+      refusalFor(store, input.key, now) ??
+      new StateConflictError(`The key "${input.key}" changed while it was being released; it was left in place. Look at it again.`, currentOf(store, now))
+    );
   });
 }
 
@@ -194,7 +212,8 @@ export const bulkReleaseBodySchema = z
   })
   .strict()
   .superRefine((b, ctx) => {
-    if ((b.keys === undefined) === (b.wedged === undefined)) ctx.addIssue({ code: "custom", path: ["keys"], message: "give either keys or wedged: true (exactly one)" });
+    if ((b.keys === undefined) === (b.wedged === undefined))
+      ctx.addIssue({ code: "custom", path: ["keys"], message: "give either keys or wedged: true (exactly one)" });
   });
 export type BulkReleaseBody = z.output<typeof bulkReleaseBodySchema>;
 
@@ -239,7 +258,13 @@ export async function releaseBulk(
   return auditRefusals(
     db.prisma,
     actor,
-    { action: BULK_RELEASE_ACTION, target: { table: `redis:${store.name}`, id: "*" }, reason: body.reason, request, detail: { store: store.name, ...(body.keys ? { keys: body.keys } : { wedged: true }) } },
+    {
+      action: BULK_RELEASE_ACTION,
+      target: { table: `redis:${store.name}`, id: "*" },
+      reason: body.reason,
+      request,
+      detail: { store: store.name, ...(body.keys ? { keys: body.keys } : { wedged: true }) },
+    },
     async () => {
       requirePermission(actor, "records.resolve");
       const keys = body.keys
@@ -248,7 +273,8 @@ export async function releaseBulk(
       const confirmation = releaseConfirmation(keys.length);
       const base = { count: keys.length, confirmation, keys };
       if (body.dryRun) return { dryRun: true, ...base, outcomes: [], released: 0, refused: 0 };
-      if (keys.length === 0) throw new ProblemError(409, "nothing-to-release", "Nothing to release", "The latest census found no wedged key in this store.", { count: 0 });
+      if (keys.length === 0)
+        throw new ProblemError(409, "nothing-to-release", "Nothing to release", "The latest census found no wedged key in this store.", { count: 0 });
       if (body.confirm?.trim() !== confirmation) throw new ReleaseConfirmationError(confirmation, keys.length, body.confirm);
       const outcomes: BulkReleaseOutcome[] = [];
       for (const key of keys) {

@@ -1,7 +1,9 @@
-import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
-import { EVENT_PROTECTIONS, eventEligibleSql, eventUnprotectedSql, eventWindowSql, RECORD_PROTECTIONS, recordEligibleSql, recordUnprotectedSql, recordWindowSql, type EventProtection, type RecordProtection } from "./eligibility";
+import { inSnapshot, type SqlExecutor } from "../db/sql";
+import { EVENT_PROTECTIONS, RECORD_PROTECTIONS, type EventProtection, type RecordProtection } from "./eligibility";
+import { purgeStore, type SampleRecord } from "./purge-store";
 import type { PolicyRule } from "./rules";
-import { Params } from "../db/params";
+
+export type { SampleRecord } from "./purge-store";
 
 /**
  * Dry run: what a purge as of `asOf` under `rules` would delete, per policy — the
@@ -11,15 +13,6 @@ import { Params } from "../db/params";
  * lib/retention/eligibility.ts, so a run started with the same as_of and policies
  * deletes exactly these numbers when nothing changed in between.
  */
-
-
-export interface SampleRecord {
-  id: bigint;
-  scope: string;
-  operation: string;
-  status: string;
-  expiresAt: Date;
-}
 
 export interface DryRunPolicy {
   policy: PolicyRule;
@@ -36,44 +29,23 @@ export interface DryRun {
   reasons: { records: { reason: RecordProtection; label: string }[]; events: { reason: EventProtection; label: string }[] };
 }
 
-type CountRow = Record<string, bigint>;
-
 async function policyCounts(db: SqlExecutor, rules: readonly PolicyRule[], rule: PolicyRule, asOf: Date, samples: number): Promise<DryRunPolicy> {
-  const rp = new Params();
-  const rec = await db.query<CountRow>(
-    `SELECT count(*)::bigint AS past, count(*) FILTER (WHERE ${recordUnprotectedSql("r")})::bigint AS eligible,
-            ${RECORD_PROTECTIONS.map((x) => `count(*) FILTER (WHERE ${x.sql("r")})::bigint AS "${x.reason}"`).join(", ")}
-       FROM idempotency_records r WHERE ${recordWindowSql(rules, asOf, rp, "r", rule)}`,
-    rp.values,
-  );
-  const ep = new Params();
-  const ev = await db.query<CountRow>(
-    `SELECT count(*)::bigint AS past, count(*) FILTER (WHERE ${eventUnprotectedSql("e")})::bigint AS eligible,
-            ${EVENT_PROTECTIONS.map((x) => `count(*) FILTER (WHERE ${x.sql("e")})::bigint AS "${x.reason}"`).join(", ")}
-       FROM idempotency_events e WHERE ${eventWindowSql(rules, asOf, ep, "e", rule)}`,
-    ep.values,
-  );
-  const sp = new Params();
-  const sampleRows =
-    samples > 0
-      ? await db.query<SampleRecord>(
-          `SELECT r.id, r.scope, r.operation, r.status, r.expires_at AS "expiresAt" FROM idempotency_records r
-            WHERE ${recordEligibleSql(rules, asOf, sp, "r", rule)} ORDER BY r.id LIMIT ${Math.floor(samples)}`,
-          sp.values,
-        )
-      : [];
-  const n = (row: CountRow, k: string) => Number(row[k] ?? 0n);
+  const store = purgeStore(db);
+  const rec = await store.recordWindowCounts(rules, rule, asOf);
+  const ev = await store.eventWindowCounts(rules, rule, asOf);
+  const sampleRows = samples > 0 ? await store.sampleRecords(rules, rule, asOf, samples) : [];
+  const n = (row: Partial<Record<string, bigint>>, k: string) => Number(row[k] ?? 0n);
   return {
     policy: rule,
     records: {
-      eligible: n(rec[0], "eligible"),
-      pastWindow: n(rec[0], "past"),
-      protected: Object.fromEntries(RECORD_PROTECTIONS.map((x) => [x.reason, n(rec[0], x.reason)])) as Record<RecordProtection, number>,
+      eligible: n(rec, "eligible"),
+      pastWindow: n(rec, "past"),
+      protected: Object.fromEntries(RECORD_PROTECTIONS.map((x) => [x.reason, n(rec, x.reason)])) as Record<RecordProtection, number>,
     },
     events: {
-      eligible: n(ev[0], "eligible"),
-      pastWindow: n(ev[0], "past"),
-      protected: Object.fromEntries(EVENT_PROTECTIONS.map((x) => [x.reason, n(ev[0], x.reason)])) as Record<EventProtection, number>,
+      eligible: n(ev, "eligible"),
+      pastWindow: n(ev, "past"),
+      protected: Object.fromEntries(EVENT_PROTECTIONS.map((x) => [x.reason, n(ev, x.reason)])) as Record<EventProtection, number>,
     },
     samples: sampleRows.map((s) => ({ ...s, id: BigInt(s.id) })),
   };
@@ -104,14 +76,13 @@ export async function dryRunInSnapshot(
   asOf: Date,
   opts: { samples?: number } = {},
 ): Promise<DryRun> {
-  return withSession((s) => inTransaction(s, () => dryRun(s, rules, asOf, opts), SNAPSHOT));
+  return withSession((s) => inSnapshot(s, () => dryRun(s, rules, asOf, opts)));
 }
 
 /** Eligible totals (what a run started now with these rules estimates; the dry run's totals). */
 export async function countEligible(db: SqlExecutor, rules: readonly PolicyRule[], asOf: Date): Promise<{ records: number; events: number }> {
-  const rp = new Params();
-  const [r] = await db.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp)}`, rp.values);
-  const ep = new Params();
-  const [e] = await db.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep)}`, ep.values);
-  return { records: Number(r.n), events: Number(e.n) };
+  const store = purgeStore(db);
+  const records = await store.countEligibleRecords(rules, asOf);
+  const events = await store.countEligibleEvents(rules, asOf);
+  return { records: Number(records), events: Number(events) };
 }

@@ -1,12 +1,15 @@
-import { LOCKS } from "../db/locks";
 import { z } from "zod";
-import type { LegalHold, Prisma, PrismaClient } from "../generated/prisma/client";
-import { reasonSchema } from "../api/schemas";
+import { txExecutor } from "../db/sql";
+import type { LegalHold, PrismaClient } from "../generated/prisma/client";
+import { reasonSchema } from "../kernel/input";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import { scopeSchema } from "../idempotency/schemas";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
 import { intParam, optional } from "../kernel/input";
+import { retentionStore, type RecordHoldState } from "./store";
+
+export type { RecordHoldState } from "./store";
 
 /**
  * Legal holds: nothing under a hold is purged (lib/retention/eligibility.ts).
@@ -50,14 +53,6 @@ export const listHoldsQuerySchema = z
   })
   .strict();
 
-export interface RecordHoldState {
-  id: bigint;
-  scope: string;
-  status: string;
-  legalHold: boolean;
-  version: number;
-}
-
 export interface ScopeHoldView {
   id: bigint;
   scope: string;
@@ -72,14 +67,6 @@ export interface ScopeHoldView {
 
 function holdView(h: LegalHold): ScopeHoldView {
   return { ...h, active: h.liftedAt === null };
-}
-
-type Tx = Prisma.TransactionClient;
-
-async function lockRecord(tx: Tx, id: bigint): Promise<RecordHoldState | null> {
-  const rows = await tx.$queryRaw<RecordHoldState[]>`
-    SELECT id, scope, status, legal_hold AS "legalHold", version FROM idempotency_records WHERE id = ${id} FOR UPDATE`;
-  return rows[0] ?? null;
 }
 
 const holdSnapshot = (r: RecordHoldState) => ({ legalHold: r.legalHold, version: r.version });
@@ -101,8 +88,9 @@ export async function setRecordHold(
       requirePermission(actor, "legal_holds.manage");
       const who = auditActor(actor);
       return prisma.$transaction(async (tx) => {
-        if (input.hold) await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.legalHolds}::bigint)`;
-        const before = await lockRecord(tx, recordId);
+        const store = retentionStore(txExecutor(tx));
+        if (input.hold) await store.lockHoldsExclusive();
+        const before = await store.lockRecordHold(recordId);
         if (!before) throw new NotFoundError(`idempotency record ${recordId} does not exist (it may have been purged)`);
         if (input.expectedVersion !== undefined && input.expectedVersion !== before.version) {
           throw new StateConflictError(
@@ -111,13 +99,31 @@ export async function setRecordHold(
           );
         }
         if (before.legalHold === input.hold) {
-          await appendAudit(tx, { actor: who, action: RECORD_HOLD_ACTION, target, before: holdSnapshot(before), after: holdSnapshot(before), reason: input.reason, request, outcome: "done", detail: { hold: input.hold, noop: true } });
+          await appendAudit(tx, {
+            actor: who,
+            action: RECORD_HOLD_ACTION,
+            target,
+            before: holdSnapshot(before),
+            after: holdSnapshot(before),
+            reason: input.reason,
+            request,
+            outcome: "done",
+            detail: { hold: input.hold, noop: true },
+          });
           return { record: before, noop: true };
         }
-        const [after] = await tx.$queryRaw<RecordHoldState[]>`
-          UPDATE idempotency_records SET legal_hold = ${input.hold}, version = version + 1 WHERE id = ${recordId}
-          RETURNING id, scope, status, legal_hold AS "legalHold", version`;
-        await appendAudit(tx, { actor: who, action: RECORD_HOLD_ACTION, target, before: holdSnapshot(before), after: holdSnapshot(after), reason: input.reason, request, outcome: "done", detail: { hold: input.hold } });
+        const after = await store.setRecordHold(recordId, input.hold);
+        await appendAudit(tx, {
+          actor: who,
+          action: RECORD_HOLD_ACTION,
+          target,
+          before: holdSnapshot(before),
+          after: holdSnapshot(after),
+          reason: input.reason,
+          request,
+          outcome: "done",
+          detail: { hold: input.hold },
+        });
         return { record: after, noop: false };
       });
     },
@@ -138,25 +144,38 @@ export async function listScopeHolds(prisma: Pick<PrismaClient, "legalHold">, q:
 }
 
 /** Puts a whole scope under a legal hold. 409 when it already has an active one. */
-export async function setScopeHold(prisma: PrismaClient, actor: Actor, input: z.output<typeof scopeHoldBodySchema>, request?: RequestMeta): Promise<ScopeHoldView> {
+export async function setScopeHold(
+  prisma: PrismaClient,
+  actor: Actor,
+  input: z.output<typeof scopeHoldBodySchema>,
+  request?: RequestMeta,
+): Promise<ScopeHoldView> {
   const action = "legal_holds.set";
   return auditRefusals(prisma, actor, { action, reason: input.reason, request, detail: { scope: input.scope } }, async () => {
     requirePermission(actor, "legal_holds.manage");
     const who = auditActor(actor);
     return prisma.$transaction(async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${LOCKS.legalHolds}::bigint)`;
-      const inserted = await tx.$queryRaw<{ id: bigint }[]>`
-        INSERT INTO legal_holds (scope, reason, set_by_label) VALUES (${input.scope}, ${input.reason}, ${who.label ?? who.type})
-        ON CONFLICT (scope) WHERE lifted_at IS NULL DO NOTHING RETURNING id`;
-      if (inserted.length === 0) {
+      const store = retentionStore(txExecutor(tx));
+      await store.lockHoldsExclusive();
+      const insertedId = await store.insertScopeHold(input.scope, input.reason, who.label ?? who.type);
+      if (insertedId === null) {
         const existing = await tx.legalHold.findFirst({ where: { scope: input.scope, liftedAt: null } });
         throw new StateConflictError(
           `The scope ${input.scope} is already under a legal hold (id ${existing?.id}, set by ${existing?.setByLabel}).`,
           existing ? { id: String(existing.id), scope: existing.scope, setByLabel: existing.setByLabel, setAt: existing.setAt.toISOString() } : undefined,
         );
       }
-      const hold = holdView(await tx.legalHold.findUniqueOrThrow({ where: { id: inserted[0].id } }));
-      await appendAudit(tx, { actor: who, action, target: { table: HOLDS_TABLE, id: hold.id }, before: null, after: hold, reason: input.reason, request, outcome: "done" });
+      const hold = holdView(await tx.legalHold.findUniqueOrThrow({ where: { id: insertedId } }));
+      await appendAudit(tx, {
+        actor: who,
+        action,
+        target: { table: HOLDS_TABLE, id: hold.id },
+        before: null,
+        after: hold,
+        reason: input.reason,
+        request,
+        outcome: "done",
+      });
       return hold;
     });
   });
@@ -170,8 +189,7 @@ export async function liftScopeHold(prisma: PrismaClient, actor: Actor, id: bigi
     requirePermission(actor, "legal_holds.manage");
     const who = auditActor(actor);
     return prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM legal_holds WHERE id = ${id} FOR UPDATE`;
-      if (rows.length === 0) throw new NotFoundError(`legal hold ${id} does not exist`);
+      if (!(await retentionStore(txExecutor(tx)).lockScopeHold(id))) throw new NotFoundError(`legal hold ${id} does not exist`);
       const before = holdView(await tx.legalHold.findUniqueOrThrow({ where: { id } }));
       if (!before.active) {
         throw new StateConflictError(`The legal hold ${id} on ${before.scope} was already lifted by ${before.liftedByLabel}.`, {
@@ -180,7 +198,9 @@ export async function liftScopeHold(prisma: PrismaClient, actor: Actor, id: bigi
           liftedAt: before.liftedAt?.toISOString() ?? null,
         });
       }
-      const after = holdView(await tx.legalHold.update({ where: { id }, data: { liftedAt: new Date(), liftedByLabel: who.label ?? who.type, liftReason: reason } }));
+      const after = holdView(
+        await tx.legalHold.update({ where: { id }, data: { liftedAt: new Date(), liftedByLabel: who.label ?? who.type, liftReason: reason } }),
+      );
       await appendAudit(tx, { actor: who, action, target, before, after, reason, request, outcome: "done" });
       return after;
     });

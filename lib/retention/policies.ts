@@ -1,11 +1,13 @@
 import { z } from "zod";
 import type { PrismaClient } from "../generated/prisma/client";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { appendAudit, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, requirePermission, type Actor } from "../auth/users";
 import { operationSchema } from "../idempotency/schemas";
 import type { PolicyRule } from "./rules";
 import { NotFoundError, StateConflictError } from "../kernel/errors";
+import { txExecutor } from "../db/sql";
+import { retentionStore } from "./store";
 
 export { loadRules, type PolicyRule } from "./rules";
 
@@ -106,20 +108,21 @@ export async function createPolicy(prisma: PrismaClient, actor: Actor, input: Cr
     requirePermission(actor, "retention.manage");
     const who = auditActor(actor);
     return prisma.$transaction(async (tx) => {
-      // The unique index is on COALESCE(operation, ''): one default, one per operation.
-      const inserted = await tx.$queryRaw<{ id: bigint }[]>`
-        INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, enabled, updated_by_label)
-        VALUES (${input.operation}, ${input.keepRecordsDays}, ${input.keepEventsDays}, ${input.enabled}, ${who.label ?? who.type})
-        ON CONFLICT ((COALESCE(operation, ''))) DO NOTHING
-        RETURNING id`;
-      if (inserted.length === 0) {
+      const insertedId = await retentionStore(txExecutor(tx)).insertPolicy({
+        operation: input.operation,
+        keepRecordsDays: input.keepRecordsDays,
+        keepEventsDays: input.keepEventsDays,
+        enabled: input.enabled,
+        updatedByLabel: who.label ?? who.type,
+      });
+      if (insertedId === null) {
         const existing = await tx.retentionPolicy.findFirst({ where: { operation: input.operation } });
         throw new StateConflictError(
           `${describe(input.operation)} already exists (id ${existing?.id}); change it instead.`,
           existing ? { id: String(existing.id), ...snapshot(view(existing)) } : undefined,
         );
       }
-      const created = view(await tx.retentionPolicy.findUniqueOrThrow({ where: { id: inserted[0].id } }));
+      const created = view(await tx.retentionPolicy.findUniqueOrThrow({ where: { id: insertedId } }));
       await appendAudit(tx, {
         actor: who,
         action,
@@ -142,8 +145,7 @@ export async function updatePolicy(prisma: PrismaClient, actor: Actor, id: bigin
     requirePermission(actor, "retention.manage");
     const who = auditActor(actor);
     return prisma.$transaction(async (tx) => {
-      const locked = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM retention_policies WHERE id = ${id} FOR UPDATE`;
-      if (locked.length === 0) throw new NotFoundError(`retention policy ${id} does not exist`);
+      if (!(await retentionStore(txExecutor(tx)).lockPolicy(id))) throw new NotFoundError(`retention policy ${id} does not exist`);
       const before = view(await tx.retentionPolicy.findUniqueOrThrow({ where: { id } }));
       const after = view(
         await tx.retentionPolicy.update({
@@ -180,8 +182,7 @@ export async function deletePolicy(prisma: PrismaClient, actor: Actor, id: bigin
   return auditRefusals(prisma, actor, { action, target, reason, request }, async () => {
     requirePermission(actor, "retention.manage");
     return prisma.$transaction(async (tx) => {
-      const locked = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM retention_policies WHERE id = ${id} FOR UPDATE`;
-      if (locked.length === 0) throw new NotFoundError(`retention policy ${id} does not exist`);
+      if (!(await retentionStore(txExecutor(tx)).lockPolicy(id))) throw new NotFoundError(`retention policy ${id} does not exist`);
       const before = view(await tx.retentionPolicy.delete({ where: { id } }));
       await appendAudit(tx, { actor: auditActor(actor), action, target, before: snapshot(before), after: null, reason, request, outcome: "done" });
       return before;
@@ -190,7 +191,7 @@ export async function deletePolicy(prisma: PrismaClient, actor: Actor, id: bigin
 }
 
 /**
- * The embedded demo's default policy (lib/db/bootstrap.ts), when there is no policy
+ * The embedded demo's default policy (lib/demo/embedded.ts), when there is no policy
  * at all: completed/failed records a week past their expiry, events after 30 days —
  * short enough that the month of demo traffic has something to purge. Audited as
  * the system. Returns whether it was created.
@@ -199,11 +200,8 @@ export const DEMO_DEFAULT_POLICY = { keepRecordsDays: 7, keepEventsDays: 30 } as
 
 export async function seedDefaultPolicy(prisma: PrismaClient, label = "embedded demo bootstrap"): Promise<boolean> {
   return prisma.$transaction(async (tx) => {
-    const [{ n }] = await tx.$queryRaw<{ n: bigint }[]>`SELECT count(*)::bigint AS n FROM retention_policies`;
-    if (n > 0n) return false;
-    const created = view(
-      await tx.retentionPolicy.create({ data: { operation: null, ...DEMO_DEFAULT_POLICY, enabled: true, updatedByLabel: label } }),
-    );
+    if ((await retentionStore(txExecutor(tx)).countPolicies()) > 0n) return false;
+    const created = view(await tx.retentionPolicy.create({ data: { operation: null, ...DEMO_DEFAULT_POLICY, enabled: true, updatedByLabel: label } }));
     await appendAudit(tx, {
       actor: { type: "system", label },
       action: "retention.policies.create",

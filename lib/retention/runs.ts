@@ -1,11 +1,12 @@
 import { z } from "zod";
 import type { Prisma, PrismaClient, PurgeRun } from "../generated/prisma/client";
-import { reasonSchema } from "../api/schemas";
+import { reasonSchema } from "../kernel/input";
 import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor } from "../auth/users";
 import { DEFAULT_BATCH_SIZE, DEFAULT_PAUSE_MS, MAX_BATCH_SIZE, MAX_PAUSE_MS } from "./config";
 import { txExecutor } from "../db/sql";
 import { countEligible } from "./dry-run";
+import { retentionStore, type RetentionStore } from "./store";
 import { currentRules, type PolicyRule } from "./policies";
 import { ProblemError } from "../kernel/problem";
 import { InvalidInputError, NotFoundError } from "../kernel/errors";
@@ -76,7 +77,12 @@ export const listRunsQuerySchema = z
   .object({
     limit: optional(intParam(1, 100)),
     /** Keyset: runs with an id below this one (the previous page's nextBefore). */
-    before: optional(z.string().regex(/^\d{1,19}$/, "must be a run id").transform((v) => BigInt(v))),
+    before: optional(
+      z
+        .string()
+        .regex(/^\d{1,19}$/, "must be a run id")
+        .transform((v) => BigInt(v)),
+    ),
   })
   .strict();
 
@@ -183,9 +189,8 @@ export async function listRuns(
   return { items, nextBefore: rows.length > limit ? items[items.length - 1].id : null, active: await activeRun(prisma) };
 }
 
-async function lockRun(tx: Tx, id: bigint): Promise<PurgeRunView | null> {
-  const rows = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM purge_runs WHERE id = ${id} FOR UPDATE`;
-  if (rows.length === 0) return null;
+async function lockRun(tx: Tx, store: RetentionStore, id: bigint): Promise<PurgeRunView | null> {
+  if (!(await store.lockRun(id))) return null;
   return runView(await tx.purgeRun.findUniqueOrThrow({ where: { id } }));
 }
 
@@ -225,25 +230,30 @@ export async function startPurge(
         const active = await activeRun(tx);
         if (active) throw new PurgeActiveError(active);
         const rules = await currentRules(tx);
-        const estimate = await countEligible(txExecutor(tx), rules, asOf);
+        const ex = txExecutor(tx);
+        const estimate = await countEligible(ex, rules, asOf);
         if (opts.requireConfirmation !== false && input.confirm !== String(estimate.records)) {
           throw new ConfirmationMismatchError(input.confirm ?? "", estimate, asOf);
         }
-        const inserted = await tx.$queryRaw<{ id: bigint }[]>`
-          INSERT INTO purge_runs (state, policies, as_of, batch_size, pause_ms, estimated_records, estimated_events, reason,
-                                  started_by, started_by_label, worker, lease_until, started_at, heartbeat_at)
-          VALUES ('running', ${JSON.stringify(rules)}::jsonb, ${asOf}::timestamptz, ${input.batchSize}, ${input.pauseMs},
-                  ${BigInt(estimate.records)}, ${BigInt(estimate.events)}, ${input.reason},
-                  ${isSystemActor(actor) ? null : actor.userId}, ${who.label ?? who.type}, ${opts.workerId},
-                  now() + make_interval(secs => ${opts.leaseSeconds + input.pauseMs / 1000}), now(), now())
-          ON CONFLICT ((true)) WHERE state IN ('queued', 'running', 'cancelling') DO NOTHING
-          RETURNING id`;
-        if (inserted.length === 0) {
+        const insertedId = await retentionStore(ex).insertRun({
+          policies: rules,
+          asOf,
+          batchSize: input.batchSize,
+          pauseMs: input.pauseMs,
+          estimatedRecords: BigInt(estimate.records),
+          estimatedEvents: BigInt(estimate.events),
+          reason: input.reason,
+          startedBy: isSystemActor(actor) ? null : actor.userId,
+          startedByLabel: who.label ?? who.type,
+          worker: opts.workerId,
+          leaseSeconds: opts.leaseSeconds + input.pauseMs / 1000,
+        });
+        if (insertedId === null) {
           const other = await activeRun(tx);
           if (other) throw new PurgeActiveError(other);
           throw new Error("purge run not created");
         }
-        const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: inserted[0].id } }));
+        const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: insertedId } }));
         await appendAudit(tx, {
           actor: who,
           action,
@@ -263,21 +273,18 @@ export async function startPurge(
 }
 
 /**
- * Ends a run inside the caller's transaction (the row must be locked by it): final
- * state, finished_at, lease released, and the purges.finish audit entry with the
- * counts of the row as it now is.
+ * Ends a run inside the caller's transaction (the row must be locked by it; `store` runs
+ * on the same transaction): final state, finished_at, lease released, and the
+ * purges.finish audit entry with the counts of the row as it now is.
  */
 export async function finishRun(
   tx: Tx,
+  store: RetentionStore,
   id: bigint,
   state: "completed" | "cancelled" | "failed",
   opts: { actor: AuditActor; lastError?: string | null },
 ): Promise<PurgeRunView> {
-  await tx.$executeRaw`
-    UPDATE purge_runs SET state = ${state}, phase = CASE WHEN ${state}::text = 'completed' THEN 'done' ELSE phase END,
-           finished_at = now(), heartbeat_at = now(), lease_until = NULL,
-           last_error = COALESCE(${opts.lastError ?? null}::text, last_error)
-     WHERE id = ${id}`;
+  await store.finishRun(id, state, opts.lastError ?? null);
   const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id } }));
   await appendAudit(tx, {
     actor: opts.actor,
@@ -298,27 +305,53 @@ export async function finishRun(
  * passed) is cancelled at once. Cancelling twice is a no-op success; a finished
  * run is a 409. Audited (purges.cancel).
  */
-export async function cancelPurge(prisma: PrismaClient, actor: Actor, id: bigint, reason: string, request?: RequestMeta): Promise<{ run: PurgeRunView; noop: boolean }> {
+export async function cancelPurge(
+  prisma: PrismaClient,
+  actor: Actor,
+  id: bigint,
+  reason: string,
+  request?: RequestMeta,
+): Promise<{ run: PurgeRunView; noop: boolean }> {
   const action = "purges.cancel";
   const target = { table: RUNS_TABLE, id };
   return auditRefusals(prisma, actor, { action, target, reason, request }, async () => {
     requirePermission(actor, "purges.run");
     const who = auditActor(actor);
     return prisma.$transaction(async (tx) => {
-      const before = await lockRun(tx, id);
+      const store = retentionStore(txExecutor(tx));
+      const before = await lockRun(tx, store, id);
       if (!before) throw new NotFoundError(`purge run ${id} does not exist`);
       if (!before.active) throw new RunFinishedError(before);
       if (before.state === "cancelling") {
-        await appendAudit(tx, { actor: who, action, target, before: runCounts(before), after: runCounts(before), reason, request, outcome: "done", detail: { noop: true } });
+        await appendAudit(tx, {
+          actor: who,
+          action,
+          target,
+          before: runCounts(before),
+          after: runCounts(before),
+          reason,
+          request,
+          outcome: "done",
+          detail: { noop: true },
+        });
         return { run: before, noop: true };
       }
-      await tx.$executeRaw`UPDATE purge_runs SET state = 'cancelling', cancel_requested_by_label = ${who.label ?? who.type} WHERE id = ${id}`;
-      const [{ idle }] = await tx.$queryRaw<{ idle: boolean }[]>`
-        SELECT (worker IS NULL OR lease_until IS NULL OR lease_until < now()) AS idle FROM purge_runs WHERE id = ${id}`;
+      await store.requestCancel(id, who.label ?? who.type);
+      const idle = await store.runIsIdle(id);
       const requested = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id } }));
-      await appendAudit(tx, { actor: who, action, target, before: runCounts(before), after: runCounts(requested), reason, request, outcome: "done", detail: { workerIdle: idle } });
+      await appendAudit(tx, {
+        actor: who,
+        action,
+        target,
+        before: runCounts(before),
+        after: runCounts(requested),
+        reason,
+        request,
+        outcome: "done",
+        detail: { workerIdle: idle },
+      });
       // Nobody is working it: it stops now (else its worker stops after the batch in flight).
-      const run = idle ? await finishRun(tx, id, "cancelled", { actor: who }) : requested;
+      const run = idle ? await finishRun(tx, store, id, "cancelled", { actor: who }) : requested;
       return { run, noop: false };
     });
   });

@@ -1,16 +1,16 @@
-import { LOCKS } from "../db/locks";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import type { Prisma } from "../generated/prisma/client";
 import type { AuditActor } from "../audit";
 import type { Database } from "../db/client";
+import type { Prisma } from "../generated/prisma/client";
+import { txExecutor } from "../db/sql";
 import { purgeLeaseSeconds, purgePollSeconds } from "./config";
-import { eventEligibleSql, recordEligibleSql } from "./eligibility";
-import { purgeCensusSql } from "../stats/census";
-import { WRITER_FLAG } from "../stats/rollups";
+import type { SqlExecutor } from "../db/sql";
+import { takePurgedOutOfCensus } from "../stats/census";
+import { purgeStore, type PurgeStore } from "./purge-store";
 import type { PolicyRule } from "./rules";
 import { finishRun, runView, type PurgeRunView } from "./runs";
-import { Params } from "../db/params";
+import { retentionStore, type RetentionStore } from "./store";
 
 /**
  * The purge worker: works a purge run in batches of SHORT transactions.
@@ -27,7 +27,9 @@ import { Params } from "../db/params";
  *      still eligible (THE condition of eligibility.ts, re-checked: a compensation, an
  *      outbox message or a reconciliation item committed meanwhile protects the row;
  *      one not yet committed has to wait for our row lock, then finds the row gone);
- *      events phase: the same over idempotency_events (append-only: one statement);
+ *      events phase: the same over idempotency_events (append-only: one statement).
+ *      That is PostgreSQL's spelling; MySQL's takes a few more statements for the same
+ *      guarantee (purge-store.mysql.ts). Lock waits are bounded (withShortLockWaits);
  *   4. in the same transaction advances the watermark (to the last candidate when the
  *      batch was full, else to the end of the window), adds the deleted counts, counts
  *      the batch, beats the heart and renews the lease.
@@ -77,123 +79,94 @@ type Step =
   | { kind: "gone"; run: PurgeRunView | null };
 
 async function maxId(db: Database, table: "records" | "events"): Promise<bigint> {
-  const rows =
-    table === "records"
-      ? await db.prisma.$queryRaw<{ m: bigint | null }[]>`SELECT max(id) AS m FROM idempotency_records`
-      : await db.prisma.$queryRaw<{ m: bigint | null }[]>`
-          SELECT LEAST(COALESCE((SELECT max(id) FROM idempotency_events), 0),
-                       COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)) AS m`;
-  return rows[0]?.m === null || rows[0]?.m === undefined ? 0n : BigInt(rows[0].m);
+  const store = purgeStore(db.sql);
+  const m = table === "records" ? await store.maxRecordId() : await store.maxEventId();
+  return m === null ? 0n : BigInt(m);
 }
 
-/** The records batch's candidate SELECT … FOR UPDATE (exported for EXPLAIN in tests and the bench). */
-export function recordCandidatesSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): { text: string; values: unknown[] } {
-  const p = new Params();
-  const from = p.bigint(lo);
-  const upTo = p.bigint(hi);
-  return {
-    text: `SELECT r.id FROM idempotency_records r
-            WHERE r.id > ${from} AND r.id <= ${upTo} AND ${recordEligibleSql(rules, asOf, p, "r")}
-            ORDER BY r.id LIMIT ${Math.floor(batchSize)} FOR UPDATE OF r`,
-    values: p.values,
-  };
-}
-
-/** The events batch's DELETE (append-only rows: what the subquery selects is what is deleted, in one snapshot). */
-export function eventDeleteSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): { text: string; values: unknown[] } {
-  const p = new Params();
-  const from = p.bigint(lo);
-  const upTo = p.bigint(hi);
-  return {
-    text: `DELETE FROM idempotency_events x WHERE x.id IN (
-             SELECT e.id FROM idempotency_events e
-              WHERE e.id > ${from} AND e.id <= ${upTo} AND ${eventEligibleSql(rules, asOf, p, "e")}
-              ORDER BY e.id LIMIT ${Math.floor(batchSize)})
-           RETURNING x.id`,
-    values: p.values,
-  };
-}
-
-async function recordsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
+async function recordsBatch(ex: SqlExecutor, store: PurgeStore, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
   const rules = run.policies as PolicyRule[];
-  const q = recordCandidatesSql(rules, run.asOf, run.recordWatermark, hi, run.batchSize);
-  const locked = await tx.$queryRawUnsafe<{ id: bigint }[]>(q.text, ...q.values);
-  if (locked.length === 0) return { candidates: [], deleted: 0 };
-  const ids = locked.map((x) => BigInt(x.id));
-  // A second statement, so its snapshot is taken after the row locks: THE condition again.
-  const d = new Params();
-  const list = `${d.add(`{${ids.join(",")}}`)}::bigint[]`;
-  const deleted = await tx.$queryRawUnsafe<{ id: bigint; operation: string; expiresAt: Date }[]>(
-    `DELETE FROM idempotency_records r WHERE r.id = ANY (${list}) AND ${recordEligibleSql(rules, run.asOf, d, "r")}
-     RETURNING r.id, r.operation, r.expires_at AS "expiresAt"`,
-    ...d.values,
-  );
+  const ids = await store.lockEligibleRecords(rules, run.asOf, run.recordWatermark, hi, run.batchSize);
+  if (ids.length === 0) return { candidates: [], deleted: 0 };
+  const deleted = await store.deleteEligibleRecords(rules, run.asOf, ids);
   if (deleted.length) {
     // The census (lib/stats/census.ts) loses the counted ones in this same transaction,
     // under the refresher's lock, so it never sees half a purge.
-    await tx.$executeRawUnsafe(`SELECT pg_advisory_xact_lock(${LOCKS.rollups})`);
-    await tx.$executeRawUnsafe(WRITER_FLAG);
-    const c = purgeCensusSql(deleted.map((x) => BigInt(x.id)));
-    await tx.$executeRawUnsafe(c.text, ...c.values);
+    await takePurgedOutOfCensus(
+      ex,
+      deleted.map((x) => BigInt(x.id)),
+    );
   }
   return { candidates: ids, deleted: deleted.length };
 }
 
-async function eventsBatch(tx: Prisma.TransactionClient, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
-  const q = eventDeleteSql(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.batchSize);
-  const deleted = await tx.$queryRawUnsafe<{ id: bigint }[]>(q.text, ...q.values);
-  const ids = deleted.map((x) => BigInt(x.id)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+async function eventsBatch(store: PurgeStore, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
+  const deleted = await store.deleteEligibleEvents(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.batchSize);
+  const ids = deleted.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return { candidates: ids, deleted: ids.length };
 }
 
 /** One batch transaction (see the module comment). `bounds` are the highest ids this loop works up to. */
-async function step(db: Database, runId: bigint, opts: Required<Pick<WorkOptions, "workerId" | "leaseSeconds">>, bounds: { records?: bigint; events?: bigint }): Promise<Step> {
+async function step(
+  db: Database,
+  runId: bigint,
+  opts: Required<Pick<WorkOptions, "workerId" | "leaseSeconds">>,
+  bounds: { records?: bigint; events?: bigint },
+): Promise<Step> {
   // The bounds are read outside the transaction (cheap, and a later resume only widens them).
   const current = await db.prisma.purgeRun.findUnique({ where: { id: runId }, select: { phase: true } });
   if (current?.phase === "records" && bounds.records === undefined) bounds.records = await maxId(db, "records");
   if (current?.phase === "events" && bounds.events === undefined) bounds.events = await maxId(db, "events");
 
   return db.prisma.$transaction(async (tx): Promise<Step> => {
-    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = '5s'`);
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(${LOCKS.legalHolds}::bigint)`;
-    const locked = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM purge_runs WHERE id = ${runId} FOR UPDATE`;
-    if (locked.length === 0) return { kind: "gone", run: null };
-    const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } }));
-    if (!run.active) return { kind: "gone", run };
-    if (run.worker !== opts.workerId) return { kind: "lost", run };
-    const actor = workerActor(opts.workerId);
-    if (run.state === "cancelling") return { kind: "finished", run: await finishRun(tx, runId, "cancelled", { actor }) };
-
-    const lease = opts.leaseSeconds + run.pauseMs / 1000;
-    if (run.phase === "records") {
-      const bound = bounds.records ?? 0n;
-      if (run.recordWatermark >= bound) {
-        await tx.$executeRaw`UPDATE purge_runs SET phase = 'events', heartbeat_at = now(), lease_until = now() + make_interval(secs => ${lease}) WHERE id = ${runId}`;
-        return { kind: "continue", deleted: 0, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
-      }
-      const hi = run.recordWatermark + windowFor(run.batchSize) < bound ? run.recordWatermark + windowFor(run.batchSize) : bound;
-      const b = await recordsBatch(tx, run, hi);
-      const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
-      await tx.$executeRaw`
-        UPDATE purge_runs SET record_watermark = ${watermark}, records_deleted = records_deleted + ${b.deleted}, batches = batches + 1,
-               heartbeat_at = now(), lease_until = now() + make_interval(secs => ${lease}), last_error = NULL
-         WHERE id = ${runId}`;
-      return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
-    }
-    if (run.phase === "events") {
-      const bound = bounds.events ?? 0n;
-      if (run.eventWatermark >= bound) return { kind: "finished", run: await finishRun(tx, runId, "completed", { actor }) };
-      const hi = run.eventWatermark + windowFor(run.batchSize) < bound ? run.eventWatermark + windowFor(run.batchSize) : bound;
-      const b = await eventsBatch(tx, run, hi);
-      const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
-      await tx.$executeRaw`
-        UPDATE purge_runs SET event_watermark = ${watermark}, events_deleted = events_deleted + ${b.deleted}, batches = batches + 1,
-               heartbeat_at = now(), lease_until = now() + make_interval(secs => ${lease}), last_error = NULL
-         WHERE id = ${runId}`;
-      return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
-    }
-    return { kind: "finished", run: await finishRun(tx, runId, "completed", { actor }) };
+    const ex = txExecutor(tx, db.dialect);
+    const runs = retentionStore(ex);
+    const purge = purgeStore(ex);
+    return purge.withShortLockWaits(() => batch(tx, ex, runs, purge, runId, opts, bounds));
   }, TX_OPTIONS);
+}
+
+/** The batch's statements, in its transaction (see step). */
+async function batch(
+  tx: Prisma.TransactionClient,
+  ex: SqlExecutor,
+  runs: RetentionStore,
+  purge: PurgeStore,
+  runId: bigint,
+  opts: Required<Pick<WorkOptions, "workerId" | "leaseSeconds">>,
+  bounds: { records?: bigint; events?: bigint },
+): Promise<Step> {
+  await runs.lockHoldsShared();
+  if (!(await runs.lockRun(runId))) return { kind: "gone", run: null };
+  const run = runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } }));
+  if (!run.active) return { kind: "gone", run };
+  if (run.worker !== opts.workerId) return { kind: "lost", run };
+  const actor = workerActor(opts.workerId);
+  if (run.state === "cancelling") return { kind: "finished", run: await finishRun(tx, runs, runId, "cancelled", { actor }) };
+
+  const lease = opts.leaseSeconds + run.pauseMs / 1000;
+  if (run.phase === "records") {
+    const bound = bounds.records ?? 0n;
+    if (run.recordWatermark >= bound) {
+      await runs.enterEventsPhase(runId, lease);
+      return { kind: "continue", deleted: 0, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
+    }
+    const hi = run.recordWatermark + windowFor(run.batchSize) < bound ? run.recordWatermark + windowFor(run.batchSize) : bound;
+    const b = await recordsBatch(ex, purge, run, hi);
+    const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
+    await runs.recordsBatchDone(runId, { watermark, deleted: b.deleted, leaseSeconds: lease });
+    return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
+  }
+  if (run.phase === "events") {
+    const bound = bounds.events ?? 0n;
+    if (run.eventWatermark >= bound) return { kind: "finished", run: await finishRun(tx, runs, runId, "completed", { actor }) };
+    const hi = run.eventWatermark + windowFor(run.batchSize) < bound ? run.eventWatermark + windowFor(run.batchSize) : bound;
+    const b = await eventsBatch(purge, run, hi);
+    const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
+    await runs.eventsBatchDone(runId, { watermark, deleted: b.deleted, leaseSeconds: lease });
+    return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
+  }
+  return { kind: "finished", run: await finishRun(tx, runs, runId, "completed", { actor }) };
 }
 
 /**
@@ -215,12 +188,16 @@ export async function workRun(db: Database, runId: bigint, opts: WorkOptions): P
     } catch (err) {
       failures++;
       log.warn(`purge: run ${runId}: batch failed (${failures}/${MAX_CONSECUTIVE_FAILURES}): ${errorText(err)}`);
-      await db.prisma.$executeRaw`UPDATE purge_runs SET last_error = ${errorText(err)} WHERE id = ${runId} AND worker = ${opts.workerId}`.catch(() => {});
+      await retentionStore(db.sql)
+        .noteBatchError(runId, opts.workerId, errorText(err))
+        .catch(() => {});
       if (failures >= MAX_CONSECUTIVE_FAILURES) {
         try {
           const run = await db.prisma.$transaction(async (tx) => {
-            const rows = await tx.$queryRaw<{ id: bigint }[]>`SELECT id FROM purge_runs WHERE id = ${runId} AND worker = ${opts.workerId} AND state IN ('running', 'cancelling') FOR UPDATE`;
-            return rows.length ? finishRun(tx, runId, "failed", { actor: workerActor(opts.workerId), lastError: errorText(err) }) : null;
+            const runs = retentionStore(txExecutor(tx, db.dialect));
+            return (await runs.lockRunOfWorker(runId, opts.workerId))
+              ? finishRun(tx, runs, runId, "failed", { actor: workerActor(opts.workerId), lastError: errorText(err) })
+              : null;
           });
           log.warn(`purge: run ${runId} failed after ${failures} failed batches in a row`);
           return { outcome: "finished", run };
@@ -252,22 +229,17 @@ export async function workRun(db: Database, runId: bigint, opts: WorkOptions): P
  * Takes over the oldest active run nobody works any more (no worker, or its lease
  * has passed) — or `runId` when given — for `workerId`. Returns its id, or null.
  */
-export async function claimRun(db: Database, workerId: string, opts: { leaseSeconds?: number; runId?: bigint; log?: Pick<Console, "log"> } = {}): Promise<bigint | null> {
+export async function claimRun(
+  db: Database,
+  workerId: string,
+  opts: { leaseSeconds?: number; runId?: bigint; log?: Pick<Console, "log"> } = {},
+): Promise<bigint | null> {
   const leaseSeconds = opts.leaseSeconds ?? purgeLeaseSeconds();
   return db.prisma.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<{ id: bigint; worker: string | null; leaseUntil: Date | null }[]>`
-      SELECT id, worker, lease_until AS "leaseUntil" FROM purge_runs
-       WHERE state IN ('queued', 'running', 'cancelling')
-         AND (worker IS NULL OR lease_until IS NULL OR lease_until < now() OR worker = ${workerId})
-         AND (${opts.runId ?? null}::bigint IS NULL OR id = ${opts.runId ?? null}::bigint)
-       ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`;
-    if (rows.length === 0) return null;
-    const r = rows[0];
-    await tx.$executeRaw`
-      UPDATE purge_runs SET worker = ${workerId}, lease_until = now() + make_interval(secs => ${leaseSeconds} + pause_ms / 1000.0),
-             heartbeat_at = now(), state = CASE WHEN state = 'queued' THEN 'running' ELSE state END,
-             started_at = COALESCE(started_at, now())
-       WHERE id = ${r.id}`;
+    const runs = retentionStore(txExecutor(tx, db.dialect));
+    const r = await runs.lockClaimableRun(workerId, opts.runId ?? null);
+    if (!r) return null;
+    await runs.claimRun(r.id, workerId, leaseSeconds);
     if (r.worker && r.worker !== workerId) {
       (opts.log ?? console).log(`purge: ${workerId} takes over run ${r.id} from ${r.worker} (lease expired ${r.leaseUntil?.toISOString() ?? "—"})`);
     }
@@ -381,7 +353,10 @@ export async function pollOnce(db: Database, opts: Pick<WorkOptions, "log" | "le
  * 5; 0 = off) it resumes a run whose worker's lease expired. Runs started through this
  * server's API are worked at once without waiting for a poll. Never throws.
  */
-export function startPurgeWorker(getDb: () => Promise<Database>, opts: { log?: Pick<Console, "log" | "warn">; pollSeconds?: number } = {}): { stop(): Promise<void> } | null {
+export function startPurgeWorker(
+  getDb: () => Promise<Database>,
+  opts: { log?: Pick<Console, "log" | "warn">; pollSeconds?: number } = {},
+): { stop(): Promise<void> } | null {
   const r = runner();
   const pollSeconds = opts.pollSeconds ?? purgePollSeconds();
   const log = opts.log ?? console;

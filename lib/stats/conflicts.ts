@@ -3,9 +3,9 @@ import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { countEvents } from "./rollups";
-import { cursorParam, cursorTimeSql, encodeCursor, type KeysetPosition } from "../db/paging";
+import { statsStore } from "./store";
+import { cursorParam, encodeCursor, type KeysetPosition } from "../db/paging";
 import { intParam, isoTime, optional, resolveRange } from "../kernel/input";
-import { paramList } from "../db/params";
 
 /**
  * Conflicts: a key reused with a different payload (a changed intent under an old key,
@@ -22,6 +22,7 @@ import { paramList } from "../db/params";
  * Index use: (operation, kind, occurred_at) — one range per operation. The operations
  * are found with a loose index scan over the same index (a recursive CTE that jumps
  * from one operation to the next: one probe each), so no query reads non-conflict events.
+ * The statements: store.ts and store.postgres.ts (conflictRowsSql).
  */
 
 const HOUR_MS = 3_600_000;
@@ -107,78 +108,16 @@ export interface ConflictStats {
   events: { items: ConflictEvent[]; nextCursor: string | null; limit: number };
 }
 
-type Params = ReturnType<typeof paramList>;
-
-/**
- * The conflict events of the range, one index range per operation (exported for EXPLAIN).
- * The operations come from a loose index scan: min(operation) > previous, one index probe
- * each, over (operation, kind, occurred_at).
- */
-export function conflictRowsSql(
-  input: ConflictsInput,
-  shape: { select: string; inner?: (p: Params) => string; outer?: (p: Params) => string },
-): { text: string; values: unknown[] } {
-  const p = paramList();
-  const from = p.add(input.from);
-  const to = p.add(input.to);
-  const ops = input.operation
-    ? `ops AS (SELECT ${p.add(input.operation)}::text AS operation)`
-    : `o AS (
-         SELECT min(operation) AS operation FROM idempotency_events
-         UNION ALL
-         SELECT (SELECT min(e.operation) FROM idempotency_events e WHERE e.operation > o.operation) FROM o WHERE o.operation IS NOT NULL
-       ), ops AS (SELECT operation FROM o WHERE operation IS NOT NULL)`;
-  const scope = input.scope ? `AND e.scope = ${p.add(input.scope)}` : "";
-  // OFFSET 0 keeps the subquery from being flattened into a join, which would read the
-  // whole time range by occurred_at and filter on kind: per operation, it is an index range.
-  const inner = shape.inner?.(p) ?? "OFFSET 0";
-  const text = `WITH RECURSIVE ${ops}
-    SELECT ${shape.select} FROM ops
-      CROSS JOIN LATERAL (
-        SELECT e.* FROM idempotency_events e
-         WHERE e.operation = ops.operation AND e.kind = 'conflict' AND e.occurred_at >= ${from} AND e.occurred_at < ${to} ${scope}
-         ${inner}
-      ) e
-    ${shape.outer?.(p) ?? ""}`;
-  return { text, values: p.values };
-}
-
 export async function conflictStats(session: SqlExecutor, input: ConflictsInput): Promise<ConflictStats> {
   const span = input.to.getTime() - input.from.getTime();
   const bucket = input.bucket ?? (span <= 2 * DAY_MS ? "hour" : "day");
   const limit = input.limit ?? 50;
 
-  const groupsQ = conflictRowsSql(input, {
-    select: `e.operation, e.scope, count(*)::bigint AS conflicts, count(DISTINCT e.idempotency_key)::bigint AS keys,
-             min(e.occurred_at) AS "firstAt", max(e.occurred_at) AS "lastAt"`,
-    outer: () => `GROUP BY e.operation, e.scope ORDER BY count(*) DESC, e.operation, e.scope`,
-  });
-  const groups = await session.query<{ operation: string; scope: string; conflicts: bigint; keys: bigint; firstAt: Date; lastAt: Date }>(
-    groupsQ.text,
-    groupsQ.values,
-  );
-
-  const trendQ = conflictRowsSql(input, {
-    select: `date_trunc('${bucket}', e.occurred_at, 'UTC') AS b, e.operation, count(*)::bigint AS n`,
-    outer: () => `GROUP BY 1, 2`,
-  });
-  const trendRows = await session.query<{ b: Date; operation: string; n: bigint }>(trendQ.text, trendQ.values);
-
+  const store = statsStore(session);
+  const groups = await store.conflictGroups(input);
+  const trendRows = await store.conflictTrend(input, bucket);
   // Drill-down: newest first; each operation's range read in index order, then merged.
-  let take = "";
-  const pageQ = conflictRowsSql(input, {
-    select: `e.id, e.occurred_at AS "occurredAt", e.operation, e.scope, e.idempotency_key AS "idempotencyKey",
-             e.record_id AS "recordId", e.detail->>'expectedPayloadHash' AS "expectedPayloadHash",
-             COALESCE(e.detail->>'receivedPayloadHash', e.payload_hash) AS "receivedPayloadHash",
-             ${cursorTimeSql("e.occurred_at")} AS "cursorTime"`,
-    inner: (p) => {
-      take = p.add(limit + 1);
-      const cursor = input.cursor ? `AND (e.occurred_at, e.id) < (${p.add(input.cursor.t)}::timestamptz, ${p.add(input.cursor.id)}::bigint)` : "";
-      return `${cursor} ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${take}`;
-    },
-    outer: () => `ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${take}`,
-  });
-  const pageRows = await session.query<ConflictEvent & { cursorTime: string }>(pageQ.text, pageQ.values);
+  const pageRows = await store.conflictPage(input, limit);
 
   // Requests per operation, exact, from the rollups (+ the raw events they do not cover yet).
   const counts = await countEvents(session, { from: input.from, to: input.to, operation: input.operation, scope: input.scope });

@@ -1,11 +1,9 @@
-import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { recordEligibleSql } from "../retention/eligibility";
-import { loadRules, type PolicyRule } from "../retention/rules";
+import { loadRules } from "../retention/rules";
 import { optional } from "../kernel/input";
-import { paramList } from "../db/params";
+import { statsStore } from "./store";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired
@@ -18,7 +16,8 @@ import { paramList } from "../db/params";
  *   lib/retention/eligibility.ts: past the policy's window, completed/failed, no legal
  *   hold on the record or its scope, no open reconciliation item, no compensation in
  *   progress, no unsent outbox message; read-only here) and the oldest expiry.
- * Index use: expires_at (a range per question).
+ * Index use: expires_at (a range per question). The statements: store.ts and
+ * store.postgres.ts (expirySql).
  */
 
 const HOUR_MS = 3_600_000;
@@ -69,60 +68,12 @@ function histogram(rows: { i: number; n: bigint }[], now: Date, stepMs: number, 
   }));
 }
 
-/** The three queries (exported for the EXPLAIN test). */
-export function expirySql(q: ExpiryQuery & { now: Date; rules?: readonly PolicyRule[] }) {
-  const base = () => {
-    const p = paramList();
-    const now = p.add(q.now);
-    const and = [
-      ...(q.operation ? [` AND r.operation = ${p.add(q.operation)}`] : []),
-      ...(q.scope ? [` AND r.scope = ${p.add(q.scope)}`] : []),
-    ].join("");
-    return { p, now, and };
-  };
-  const bucketed = (secs: number, span: string) => {
-    const { p, now, and } = base();
-    return {
-      text: `SELECT floor(extract(epoch FROM r.expires_at - ${now}::timestamptz) / ${secs})::int AS i, count(*)::bigint AS n
-               FROM idempotency_records r
-              WHERE r.expires_at >= ${now}::timestamptz AND r.expires_at < ${now}::timestamptz + interval '${span}'${and}
-              GROUP BY 1`,
-      values: p.values,
-    };
-  };
-  const expired = (() => {
-    const { p, now, and } = base();
-    const states = p.add([...OPEN_RECONCILIATION_STATES]);
-    const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
-    return {
-      text: `SELECT r.operation, r.status, count(*)::bigint AS n,
-                    count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
-                    count(*) FILTER (WHERE x.open)::bigint AS open,
-                    count(*) FILTER (WHERE ${eligible})::bigint AS purgeable,
-                    min(r.expires_at) AS oldest
-               FROM idempotency_records r
-               CROSS JOIN LATERAL (
-                 SELECT EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = ANY (${states}::text[])) AS open
-               ) x
-              WHERE r.expires_at < ${now}::timestamptz${and}
-              GROUP BY 1, 2 ORDER BY 1, 2`,
-      values: p.values,
-    };
-  })();
-  return { hours: bucketed(3600, "24 hours"), days: bucketed(86400, "30 days"), expired };
-}
-
 export async function expiryStats(sql: SqlExecutor, q: ExpiryQuery & { now?: Date } = {}): Promise<ExpiryStats> {
   const now = q.now ?? new Date();
-  const qs = expirySql({ ...q, now, rules: await loadRules(sql) });
-  const [hours, days, expired] = await Promise.all([
-    sql.query<{ i: number; n: bigint }>(qs.hours.text, qs.hours.values),
-    sql.query<{ i: number; n: bigint }>(qs.days.text, qs.days.values),
-    sql.query<{ operation: string; status: string; n: bigint; held: bigint; open: bigint; purgeable: bigint; oldest: Date }>(
-      qs.expired.text,
-      qs.expired.values,
-    ),
-  ]);
+  const rules = await loadRules(sql);
+  const store = statsStore(sql);
+  const f = { operation: q.operation, scope: q.scope };
+  const [hours, days, expired] = await Promise.all([store.expiringPerHour(f, now), store.expiringPerDay(f, now), store.expiredGroups(f, now, rules)]);
   const next24h = histogram(hours, now, HOUR_MS, 24);
   const next30d = histogram(days, now, DAY_MS, 30);
   const groups = expired.map((g) => ({

@@ -1,17 +1,13 @@
+import { isServerMode } from "../db/config";
 import { Counter, Gauge, Registry } from "prom-client";
+import type { ReadDatabase } from "../db/client";
+import { readLag, type ReadLag } from "../db/replica";
 import type { SqlExecutor } from "../db/sql";
 import { readSideConfig, type StuckThresholds } from "../records/config";
 import { REQUEST_KINDS } from "../kernel/vocabulary";
-import {
-  activeByOperationSql,
-  inSnapshot,
-  KNOWN_OPERATIONS_SQL,
-  openReconciliationSql,
-  ROLLUP_STATE_SQL,
-  thresholdOf,
-} from "./overview";
-import { recordCensusSql } from "./census";
-import { eventCountsSql } from "./rollups";
+import { inSnapshot, thresholdOf } from "./overview";
+import { countPlan } from "./count-plan";
+import { statsStore } from "./store";
 import { addRedisMetrics, latestRedisCensuses, type RedisCensusEntry } from "../redis/metrics";
 
 /**
@@ -37,35 +33,38 @@ import { addRedisMetrics, latestRedisCensuses, type RedisCensusEntry } from "../
  *
  * Each scrape builds its own Registry (never the global default one): concurrent
  * scrapes cannot mix values, and no process-level metrics leak in.
+ *
+ * The statements: store.ts (StatsStore.metrics) and store.postgres.ts (metricsSql).
  */
 
 export interface MetricsOptions {
   now?: Date;
   thresholds?: StuckThresholds;
-  /** One REPEATABLE READ READ ONLY transaction (Postgres); see lib/stats/overview.ts. */
+  /** One REPEATABLE READ READ ONLY transaction (a database server); see lib/stats/overview.ts. */
   snapshot?: boolean;
   /** The Redis key stores' latest censuses (default: this process's; lib/redis/metrics.ts). */
   redis?: RedisCensusEntry[];
+  /** The read side's lag (lib/db/replica.ts, ADR 0013): values as of `lag.asOf`, and the replica's lag exposed. */
+  lag?: ReadLag;
 }
 
-/** All-time event totals per operation and kind: the day tier of the rollups, plus what they do not cover yet. */
-export const allTimeTotalsSql = () => eventCountsSql({});
+/** GET /api/metrics off the read side (a replica with DATABASE_READ_URL), its lag measured first on the same connection. */
+export function readMetrics(read: ReadDatabase, opts: Omit<MetricsOptions, "lag" | "snapshot" | "now"> = {}): Promise<{ text: string; contentType: string }> {
+  return read.withSession(async (session) => renderMetrics(session, { ...opts, snapshot: isServerMode(read.mode), lag: await readLag(read, session) }));
+}
 
 export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions = {}): Promise<{ text: string; contentType: string }> {
-  const now = opts.now ?? new Date();
+  const now = opts.now ?? opts.lag?.asOf ?? new Date();
   const thresholds = opts.thresholds ?? readSideConfig().stuck;
-  const active = activeByOperationSql({}, thresholds, now);
-  const expired = recordCensusSql([{ name: "expired", from: null, to: now }]);
-  const open = openReconciliationSql({});
-  const allTime = allTimeTotalsSql();
-  const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
-    operations: await session.query<{ operation: string }>(KNOWN_OPERATIONS_SQL),
-    active: await session.query<{ operation: string; stuck: bigint; pending: bigint; oldestPending: Date | null }>(active.text, active.values),
-    expired: await session.query<{ operation: string; n: bigint }>(expired.text, expired.values),
-    open: await session.query<{ n: bigint }>(open.text, open.values),
-    totals: await session.query<{ operation: string; kind: string; n: bigint }>(allTime.text, allTime.values),
-    rollup: await session.query<{ watermark: bigint; refreshedAt: Date | null; lag: bigint; gaps: bigint }>(ROLLUP_STATE_SQL),
-  }));
+  const data = await inSnapshot(session, opts.snapshot ?? true, () =>
+    statsStore(session).metrics({
+      now,
+      thresholds,
+      expired: [{ name: "expired", from: null, to: now }],
+      // All-time event totals per operation and kind: the day tier of the rollups, plus what they do not cover yet.
+      allTime: countPlan({}),
+    }),
+  );
 
   // Every known operation gets every per-operation series (0 when nothing), so series do not come and go.
   const operations = new Set<string>(data.operations.map((o) => o.operation));
@@ -76,10 +75,16 @@ export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions =
   const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers: reg });
   const counter = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers: reg });
 
-  const stuck = gauge("idempotency_records_processing_stuck", "Records in processing unchanged for longer than their operation's stuck threshold (STUCK_THRESHOLDS).", ["operation"]);
+  const stuck = gauge(
+    "idempotency_records_processing_stuck",
+    "Records in processing unchanged for longer than their operation's stuck threshold (STUCK_THRESHOLDS).",
+    ["operation"],
+  );
   const threshold = gauge("idempotency_stuck_threshold_seconds", "The stuck threshold applied per operation.", ["operation"]);
   const pending = gauge("idempotency_records_pending", "Records pending (external outcome uncertain, awaiting reconciliation).", ["operation"]);
-  const oldestPending = gauge("idempotency_oldest_pending_age_seconds", "Seconds since the oldest pending record last changed (0 when none is pending).", ["operation"]);
+  const oldestPending = gauge("idempotency_oldest_pending_age_seconds", "Seconds since the oldest pending record last changed (0 when none is pending).", [
+    "operation",
+  ]);
   const expiredG = gauge("idempotency_records_expired_not_purged", "Records whose expires_at has passed and that are still stored.", ["operation"]);
   const openG = gauge("idempotency_reconciliation_items_open", "Reconciliation items open, checking or needing manual resolution.");
   const requests = counter("idempotency_requests_total", "Requests (reserved + replayed + conflict + in_progress events) since rollups began.", ["operation"]);
@@ -89,7 +94,7 @@ export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions =
   const lag = gauge("idempotency_rollup_lag_events", "Events not rolled up yet (counted raw meanwhile; totals stay exact).");
   const gaps = gauge("idempotency_rollup_gaps_open", "Event ids below the rollup watermark not visible yet (open writer transactions).");
   const refreshed = gauge("idempotency_rollup_last_refresh_timestamp_seconds", "When the rollups were last refreshed (Unix time; 0 if never).");
-  const asOf = gauge("idempotency_stats_as_of_timestamp_seconds", "When these values were read (Unix time).");
+  const asOf = gauge("idempotency_stats_as_of_timestamp_seconds", "When these values were read (Unix time); off a replica, the moment its data is current to.");
 
   const byOp = <T extends { operation: string }>(rows: T[]) => new Map(rows.map((r) => [r.operation, r]));
   const act = byOp(data.active);
@@ -123,6 +128,11 @@ export async function renderMetrics(session: SqlExecutor, opts: MetricsOptions =
   gaps.set(Number(r.gaps));
   refreshed.set(r.refreshedAt ? r.refreshedAt.getTime() / 1000 : 0);
   asOf.set(now.getTime() / 1000);
+  if (opts.lag?.replica) {
+    // Only when the values come from a replica (DATABASE_READ_URL); absent while it cannot tell.
+    const replicaLag = gauge("idempotency_console_read_replica_lag_seconds", "How far the replica these values were read from is behind the primary.");
+    if (opts.lag.lagSeconds !== null) replicaLag.set(opts.lag.lagSeconds);
+  }
   addRedisMetrics(registry, opts.redis ?? latestRedisCensuses());
   return { text: await registry.metrics(), contentType: registry.contentType };
 }

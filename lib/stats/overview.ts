@@ -1,12 +1,15 @@
-import { EVENT_KINDS, OPEN_RECONCILIATION_STATES, RECORD_STATUSES, REQUEST_KINDS, type EventKind, type RecordStatus } from "../kernel/vocabulary";
+import { EVENT_KINDS, RECORD_STATUSES, REQUEST_KINDS, type EventKind, type RecordStatus } from "../kernel/vocabulary";
 import { z } from "zod";
-import { inTransaction, SNAPSHOT, type SqlExecutor } from "../db/sql";
+import type { ReadDatabase } from "../db/client";
+import { isServerMode } from "../db/config";
+import { lagJson, readLag, type ReadLag } from "../db/replica";
+import { inSnapshot as inReadSnapshot, type SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { describeThresholds, readSideConfig, type StuckThresholds } from "../records/config";
-import { DEPARTURES_SQL, departureRows, recordCensusSql, type Departure, type ExpiryInterval } from "./census";
-import { eventCountsSql } from "./rollups";
+import { departureRows, type Departure, type ExpiryInterval } from "./census";
+import { countPlan } from "./count-plan";
+import { statsStore, type OverviewReads } from "./store";
 import { isoTime, optional, resolveRange } from "../kernel/input";
-import { paramList } from "../db/params";
 
 /**
  * The overview: every number on the console's first screen, for a time range and
@@ -14,7 +17,7 @@ import { paramList } from "../db/params";
  *
  * Record side (live state, exact; no counters on the writers' tables — ADR 0006, 0007):
  * - all records, expired but not purged, expiring in the next 24 h and the 7-day forecast
- *   (24 h buckets from asOf, as lib/stats/expiry.ts): recordTotalsSql — without a scope
+ *   (24 h buckets from asOf, as lib/stats/expiry.ts): the record totals — without a scope
  *   from the record census (lib/stats/census.ts: records per operation and expiry hour,
  *   kept from the rollups' watermark, + the partial hours at the edges + the records not
  *   counted yet), so they read a few thousand rows whatever the table size; with a scope,
@@ -27,8 +30,8 @@ import { paramList } from "../db/params";
  *   same index;
  * - open reconciliation items: (state, next_check_at).
  *
- * Event side (requests, replays, conflicts, rates, the charts): lib/stats/rollups.ts
- * eventCountsSql — the query builder countEvents and /api/metrics use too — per chart
+ * Event side (requests, replays, conflicts, rates, the charts): the event counts of
+ * lib/stats/rollups.ts — the statement countEvents and /api/metrics use too — per chart
  * bucket: the coarsest rollup tier whose grain divides the chart step (day, hour,
  * 15 minutes) for the whole buckets, finer tiers for the partial ones at the edges, raw
  * events for the partial minutes and for what is not rolled up yet; ONE statement grouped
@@ -37,10 +40,13 @@ import { paramList } from "../db/params";
  * definition lib/stats/conflicts.ts uses); replay rate = replayed ÷ requests, conflict
  * rate = conflict ÷ requests (null without requests).
  *
- * On Postgres all of it is read in one REPEATABLE READ READ ONLY transaction (`snapshot`),
- * so the numbers agree with each other. Not on the embedded PGlite: it is one connection
- * shared by every request, and a BEGIN there would sweep other requests' statements into
- * this read-only transaction.
+ * On a database server (PostgreSQL, MySQL/MariaDB) all of it is read in one REPEATABLE READ
+ * READ ONLY transaction (`snapshot`; dialect.snapshot), so the numbers agree with each
+ * other. Not on the embedded PGlite: it is one connection shared by every request, and a
+ * BEGIN there would sweep other requests' statements into this read-only transaction.
+ *
+ * The statements: store.ts (StatsStore.overview), store.postgres.ts (overviewSql) and
+ * store.mysql.ts.
  */
 
 const HOUR_MS = 3_600_000;
@@ -104,8 +110,13 @@ export interface OverviewOptions {
   /** The moment the data is read at (ages, stuck thresholds, expiry windows); default: now. */
   now?: Date;
   thresholds?: StuckThresholds;
-  /** One REPEATABLE READ READ ONLY transaction for everything (Postgres; see above). Default true. */
+  /** One REPEATABLE READ READ ONLY transaction for everything (a database server; see above). Default true. */
   snapshot?: boolean;
+  /**
+   * The read side's lag (lib/db/replica.ts, ADR 0013), measured before the snapshot: the data is read
+   * as of `lag.asOf` (its `now`), and the answer says how far behind the primary it is.
+   */
+  lag?: ReadLag;
 }
 
 export interface EventTotals {
@@ -143,8 +154,13 @@ export interface ForecastBucket {
 }
 
 export interface Overview {
-  /** When the data was read: ages, thresholds and expiry windows are relative to it. */
+  /**
+   * When the data was read: ages, thresholds and expiry windows are relative to it. Read off a
+   * replica, the moment its data is current to (now − its lag).
+   */
   asOf: Date;
+  /** Where the data comes from (ADR 0013): null for the primary, else the replica's lag (seconds; null: cannot tell). */
+  replica: { replicating: boolean; lagSeconds: number | null } | null;
   from: Date;
   to: Date;
   filters: { operation: string | null; scope: string | null };
@@ -182,47 +198,11 @@ export interface Overview {
   census: { departures: Departure[]; verifiedAt: Date | null; lastCheckDrift: number | null };
 }
 
-type Params = ReturnType<typeof paramList>;
-
-function recordFilters(p: Params, f: { operation?: string; scope?: string }, alias = "r"): string {
-  return [
-    ...(f.operation ? [` AND ${alias}.operation = ${p.add(f.operation)}`] : []),
-    ...(f.scope ? [` AND ${alias}.scope = ${p.add(f.scope)}`] : []),
-  ].join("");
-}
-
-/** SQL for the stuck threshold (seconds) of the row's operation. */
-function thresholdSql(p: Params, t: StuckThresholds, alias = "r"): string {
-  const ops = Object.keys(t.byOperation);
-  if (!ops.length) return `${p.add(t.defaultSeconds)}::float8`;
-  return `CASE ${alias}.operation ${ops.map((op) => `WHEN ${p.add(op)}::text THEN ${p.add(t.byOperation[op])}::float8`).join(" ")} ELSE ${p.add(t.defaultSeconds)}::float8 END`;
-}
-
 export function thresholdOf(t: StuckThresholds, operation: string): number {
   return t.byOperation[operation] ?? t.defaultSeconds;
 }
 
 const floorTo = (ms: number, step: number) => Math.floor(ms / step) * step;
-
-/** The processing and pending records by operation (two small ranges of (status, updated_at)). */
-export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date) {
-  const p = paramList();
-  const nowP = p.add(now);
-  const threshold = thresholdSql(p, t);
-  const stuck = `r.status = 'processing' AND r.updated_at < ${nowP}::timestamptz - make_interval(secs => ${threshold})`;
-  return {
-    text: `SELECT r.operation,
-                  count(*) FILTER (WHERE r.status = 'processing')::bigint AS processing,
-                  count(*) FILTER (WHERE ${stuck})::bigint AS stuck,
-                  min(r.updated_at) FILTER (WHERE ${stuck}) AS "oldestStuck",
-                  count(*) FILTER (WHERE r.status = 'pending')::bigint AS pending,
-                  min(r.updated_at) FILTER (WHERE r.status = 'pending') AS "oldestPending"
-             FROM idempotency_records r
-            WHERE r.status IN ('processing', 'pending')${recordFilters(p, f)}
-            GROUP BY r.operation`,
-    values: p.values,
-  };
-}
 
 /** The expires_at intervals the overview counts records in (lib/stats/census.ts names them). */
 export function recordIntervals(now: Date): ExpiryInterval[] {
@@ -237,101 +217,6 @@ export function recordIntervals(now: Date): ExpiryInterval[] {
     })),
   ];
 }
-
-/**
- * Records by expires_at interval (recordIntervals) and operation: all of them, expired
- * but not purged, and the forecast days. Without a scope, from the record census
- * (lib/stats/census.ts: census hours + partial hours at the edges + records not counted
- * yet). With a scope (no census per scope; a scope's records are few), one pass over the
- * scope's rows. Rows: { name, operation, n }.
- */
-export function recordTotalsSql(f: { operation?: string; scope?: string }, now: Date): { text: string; values: unknown[] } {
-  if (!f.scope) return recordCensusSql(recordIntervals(now), { operation: f.operation });
-  const p = paramList();
-  const nowP = `${p.add(now)}::timestamptz`;
-  return {
-    text: `SELECT k.name, r.operation, count(*)::bigint AS n FROM idempotency_records r
-             CROSS JOIN LATERAL (
-               SELECT 'all'
-               UNION ALL SELECT 'status:' || r.status WHERE r.status <> 'completed'
-               UNION ALL SELECT 'expired' WHERE r.expires_at < ${nowP}
-               UNION ALL SELECT 'd' || floor(extract(epoch FROM r.expires_at - ${nowP}) / 86400)::int
-                 WHERE r.expires_at >= ${nowP} AND r.expires_at < ${nowP} + make_interval(days => ${p.add(FORECAST_DAYS)})
-             ) k(name)
-            WHERE TRUE${recordFilters(p, f)}
-            GROUP BY 1, 2`,
-    values: p.values,
-  };
-}
-
-/**
- * Open reconciliation items (open, checking, needs_manual); filtered through their record:
- * one primary-key probe per open item (OFFSET 0 keeps the planner from turning it into a
- * join that reads every record of the scope), so it reads O(open items) whatever the filter.
- */
-export function openReconciliationSql(f: { operation?: string; scope?: string }) {
-  const p = paramList();
-  const states = p.add([...OPEN_RECONCILIATION_STATES]);
-  const filters = recordFilters(p, f);
-  return {
-    text: filters
-      ? `SELECT count(*)::bigint AS n FROM reconciliation_items i
-          CROSS JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE r.id = i.record_id OFFSET 0) r
-          WHERE i.state = ANY (${states}::text[])${filters}`
-      : `SELECT count(*)::bigint AS n FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])`,
-    values: p.values,
-  };
-}
-
-/**
- * The three small statuses, exact, in one statement (rows: { name: 'status:<status>', n });
- * completed = all (recordTotalsSql) − these (status is CHECK-constrained to the four).
- * Index-only ranges of the partial index (status, operation, updated_at) WHERE status <>
- * 'completed' (migration 20261130080000). With a scope, recordTotalsSql's one pass over the
- * scope's rows counts them too, and this reads nothing.
- */
-export function statusCountsSql(f: { operation?: string; scope?: string }) {
-  if (f.scope) return { text: `SELECT NULL::text AS name, 0::bigint AS n WHERE FALSE`, values: [] as unknown[] };
-  const p = paramList();
-  const fr = recordFilters(p, f);
-  const count = (status: string) => `SELECT 'status:${status}' AS name, count(*)::bigint AS n FROM idempotency_records r WHERE r.status = '${status}'${fr}`;
-  return {
-    text: `${count("processing")} UNION ALL ${count("pending")} UNION ALL ${count("failed")}`,
-    values: p.values,
-  };
-}
-
-export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date) {
-  const p = paramList();
-  const nowP = p.add(now);
-  const bounds = p.add(PENDING_AGE_BUCKETS.slice(1).map((b) => b.minSeconds));
-  return {
-    text: `SELECT width_bucket(extract(epoch FROM ${nowP}::timestamptz - r.updated_at)::float8, ${bounds}::float8[]) AS i, count(*)::bigint AS n
-             FROM idempotency_records r WHERE r.status = 'pending'${recordFilters(p, f)} GROUP BY 1`,
-    values: p.values,
-  };
-}
-
-/** Every operation in the events: a loose index scan of (operation, kind, occurred_at), one probe each. */
-export const KNOWN_OPERATIONS_SQL = `WITH RECURSIVE o AS (
-    SELECT min(operation) AS operation FROM idempotency_events
-    UNION ALL
-    SELECT (SELECT min(e.operation) FROM idempotency_events e WHERE e.operation > o.operation) FROM o WHERE o.operation IS NOT NULL
-  ) SELECT operation FROM o WHERE operation IS NOT NULL`;
-
-/** Up to 100 scopes: a loose index scan of (scope, created_at, id). */
-export const KNOWN_SCOPES_SQL = `WITH RECURSIVE s AS (
-    SELECT min(scope) AS scope, 1 AS n FROM idempotency_records
-    UNION ALL
-    SELECT (SELECT min(r.scope) FROM idempotency_records r WHERE r.scope > s.scope), s.n + 1 FROM s WHERE s.scope IS NOT NULL AND s.n < 100
-  ) SELECT scope FROM s WHERE scope IS NOT NULL`;
-
-export const CENSUS_STATE_SQL = `SELECT s.updated_at AS "verifiedAt", s.watermark AS drift FROM rollup_state s WHERE s.name = 'census_verified'`;
-
-export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0)::bigint AS watermark, s.updated_at AS "refreshedAt",
-    (SELECT count(*) FROM idempotency_events e WHERE e.id > COALESCE(s.watermark, 0))::bigint AS lag,
-    (SELECT count(*) FROM rollup_gaps)::bigint AS gaps
-  FROM (SELECT 1) one LEFT JOIN rollup_state s ON s.name = 'events'`;
 
 function emptyTotals(): Omit<EventTotals, "replayRate" | "conflictRate"> {
   return { requests: 0, reserved: 0, replays: 0, conflicts: 0, inProgress: 0, completed: 0, failed: 0, pending: 0, reconciled: 0 };
@@ -382,59 +267,50 @@ export function seriesBuckets(from: Date, to: Date, stepSeconds: number): Date[]
   return out;
 }
 
-/** Runs `fn` in one read-only snapshot (or as is). */
+/** Runs `fn` in one read-only snapshot (dialect.snapshot), or as is. */
 export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn: () => Promise<T>): Promise<T> {
-  return snapshot ? inTransaction(session, fn, SNAPSHOT) : fn();
+  return snapshot ? inReadSnapshot(session, fn) : fn();
 }
 
-/** Every statement overviewStats runs, by name (for bench/read-side.ts's EXPLAIN). */
-export function overviewSql(input: OverviewInput, now: Date, thresholds: StuckThresholds) {
-  const f = { operation: input.operation, scope: input.scope };
-  const plain = (text: string) => ({ text, values: [] as unknown[] });
+/**
+ * What the overview reads for `input` at `now` (the store runs it: store.postgres.ts
+ * overviewSql, also for bench/read-side.ts's EXPLAIN).
+ */
+export function overviewReads(input: OverviewInput, now: Date, thresholds: StuckThresholds): OverviewReads {
+  const stepSeconds = seriesStep(input.from, input.to).seconds;
   return {
-    status: statusCountsSql(f),
-    totals: recordTotalsSql(f, now),
-    active: activeByOperationSql(f, thresholds, now),
-    ages: pendingAgesSql(f, now),
-    open: openReconciliationSql(f),
-    series: eventCountsSql(input, { stepSeconds: seriesStep(input.from, input.to).seconds }),
-    rollup: plain(ROLLUP_STATE_SQL),
-    operations: plain(KNOWN_OPERATIONS_SQL),
-    scopes: plain(KNOWN_SCOPES_SQL),
-    departures: plain(DEPARTURES_SQL),
-    census: plain(CENSUS_STATE_SQL),
+    filters: { operation: input.operation, scope: input.scope },
+    now,
+    thresholds,
+    recordIntervals: recordIntervals(now),
+    forecastDays: FORECAST_DAYS,
+    pendingAgeBounds: PENDING_AGE_BUCKETS.slice(1).map((b) => b.minSeconds),
+    series: { plan: countPlan(input, { stepSeconds }), stepSeconds },
   };
 }
 
-const q = <T>(s: SqlExecutor, x: { text: string; values: unknown[] }) => s.query<T>(x.text, x.values);
 const ageSeconds = (now: Date, since: Date | null) => (since ? Math.max(0, Math.floor((now.getTime() - since.getTime()) / 1000)) : null);
+
+/**
+ * GET /api/v1/stats/overview: the overview off the read side (a replica with DATABASE_READ_URL,
+ * ADR 0013), its lag measured first on the same connection, then everything as of the moment its
+ * data is current to.
+ */
+export function readOverview(read: ReadDatabase, input: OverviewInput, opts: Omit<OverviewOptions, "lag" | "snapshot" | "now"> = {}): Promise<Overview> {
+  return read.withSession(async (session) => overviewStats(session, input, { ...opts, snapshot: isServerMode(read.mode), lag: await readLag(read, session) }));
+}
 
 /**
  * Everything the overview shows. `session` must be one connection when `snapshot` is on
  * (Database.withSession).
  */
 export async function overviewStats(session: SqlExecutor, input: OverviewInput, opts: OverviewOptions = {}): Promise<Overview> {
-  const now = opts.now ?? new Date();
+  const now = opts.now ?? opts.lag?.asOf ?? new Date();
   const thresholds = opts.thresholds ?? readSideConfig().stuck;
   const step = seriesStep(input.from, input.to);
-  const sql = overviewSql(input, now, thresholds);
+  const reads = overviewReads(input, now, thresholds);
 
-  const data = await inSnapshot(session, opts.snapshot ?? true, async () => ({
-    status: await q<{ name: string; n: bigint }>(session, sql.status),
-    totals: await q<{ name: string; operation: string; n: bigint }>(session, sql.totals),
-    active: await q<{ operation: string; processing: bigint; stuck: bigint; oldestStuck: Date | null; pending: bigint; oldestPending: Date | null }>(
-      session,
-      sql.active,
-    ),
-    ages: await q<{ i: number; n: bigint }>(session, sql.ages),
-    open: await q<{ n: bigint }>(session, sql.open),
-    series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(session, sql.series),
-    rollup: await q<{ watermark: bigint; refreshedAt: Date | null; lag: bigint; gaps: bigint }>(session, sql.rollup),
-    operations: await q<{ operation: string }>(session, sql.operations),
-    scopes: await q<{ scope: string }>(session, sql.scopes),
-    departures: await q<{ kind: string; records: bigint; firstSeenAt: Date; lastSeenAt: Date }>(session, sql.departures),
-    census: await q<{ verifiedAt: Date; drift: bigint }>(session, sql.census),
-  }));
+  const data = await inSnapshot(session, opts.snapshot ?? true, () => statsStore(session).overview(reads));
 
   const totalOf = (name: string) => [...data.totals, ...data.status].reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
   const byStatus: Record<RecordStatus, number> = {
@@ -475,8 +351,7 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   }
   for (const e of data.totals) if (e.name === "expired") opState(e.operation).expiredNotPurged = Number(e.n);
   const operations = [...ops.values()].sort((a, b) => a.operation.localeCompare(b.operation));
-  const minDate = (dates: (Date | null)[]) =>
-    dates.reduce<Date | null>((m, d) => (d && (!m || d.getTime() < m.getTime()) ? d : m), null);
+  const minDate = (dates: (Date | null)[]) => dates.reduce<Date | null>((m, d) => (d && (!m || d.getTime() < m.getTime()) ? d : m), null);
   const oldestStuck = minDate(operations.map((o) => o.oldestStuckSince));
   const oldestPending = minDate(operations.map((o) => o.oldestPendingSince));
 
@@ -518,6 +393,7 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
 
   return {
     asOf: now,
+    replica: opts.lag ? lagJson(opts.lag) : null,
     from: input.from,
     to: input.to,
     filters: { operation: input.operation ?? null, scope: input.scope ?? null },

@@ -2,11 +2,12 @@ import { LOCKS } from "../db/locks";
 import type { Database } from "../db/client";
 import { createPeriodicTask, withTryAdvisoryLock, type PeriodicTask } from "../db/periodic";
 import { driftRecords } from "./census";
-import { CENSUS_VERIFIED, refreshRollups, sweepCensus, sweepRecordsFromEnv, verifyRecordCensus, type RefreshResult } from "./rollups";
+import { rollupStore } from "./rollup-store";
+import { refreshRollups, sweepCensus, sweepRecordsFromEnv, verifyRecordCensus, type RefreshResult } from "./rollups";
 
 /**
  * The background rollup refresher of the server process (started by instrumentation.ts,
- * in both database modes). Every ROLLUP_REFRESH_SECONDS (default 15; 0 turns it off) it
+ * in every database mode). Every ROLLUP_REFRESH_SECONDS (default 15; 0 turns it off) it
  * rolls up the new events (lib/stats/rollups.ts refreshRollups). Counts are exact whether
  * or not it runs (the raw remainder is counted meanwhile); it keeps that remainder small,
  * which is what keeps the overview and /api/metrics cheap.
@@ -15,9 +16,10 @@ import { CENSUS_VERIFIED, refreshRollups, sweepCensus, sweepRecordsFromEnv, veri
  *   anything new (events, gaps, records); only then does it open refreshRollups'
  *   transactions. Otherwise it only sweeps the next CENSUS_SWEEP_RECORDS records (default
  *   5,000; 0 = off) for what writers changed without an event (lib/stats/census.ts).
- * - One refresher at a time across processes: a session-level pg_try_advisory_lock — an
- *   instance that does not get it skips the tick instead of queueing behind the one that
- *   did (refreshRollups' own transaction-level lock still serialises any other caller).
+ * - One refresher at a time across processes: a session-level try-lock (lib/db/locks:
+ *   pg_try_advisory_lock, GET_LOCK on MySQL) — an instance that does not get it skips the
+ *   tick instead of queueing behind the one that did (refreshRollups' own writers' lock still
+ *   serialises any other caller).
  * - Never takes the server down: every failure (database down, lock timeout, bug) is
  *   caught and logged — the first one, then at most every 5 minutes while it persists,
  *   and the recovery — and the next tick tries again.
@@ -91,17 +93,11 @@ export function createRollupRefresher(opts: RefresherOptions): RollupRefresher {
   async function work(): Promise<TickOutcome> {
     const database = await opts.database();
     return database.withSession(async (s) => {
-      const [{ due, verifyDue, verifyUnset }] = await s.query<{ due: boolean; verifyDue: boolean | null; verifyUnset: boolean }>(
-        `SELECT COALESCE((SELECT max(id) FROM idempotency_events), 0) > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)
-                OR COALESCE((SELECT max(id) FROM idempotency_records), 0) > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'records'), 0)
-                OR EXISTS (SELECT 1 FROM rollup_gaps) AS due,
-                $1::int > 0 AND (SELECT updated_at FROM rollup_state WHERE name = $2) < now() - make_interval(secs => $1::int) AS "verifyDue",
-                NOT EXISTS (SELECT 1 FROM rollup_state WHERE name = $2) AS "verifyUnset"`,
-        [verifySeconds, CENSUS_VERIFIED],
-      );
+      const rollups = rollupStore(s);
+      const { due, verifyDue, verifyUnset } = await rollups.refreshDue(verifySeconds);
       if (verifySeconds > 0 && verifyUnset) {
         // The clock starts at the first tick on this database: no O(records) check at boot.
-        await s.query(`INSERT INTO rollup_state (name, watermark) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING`, [CENSUS_VERIFIED]);
+        await rollups.startVerifyClock();
       }
       const sweep = opts.sweepRecords ?? sweepRecordsFromEnv();
       if (!due && !verifyDue && !sweep) return { status: "idle" } as const;

@@ -1,7 +1,7 @@
 import type { z } from "zod";
-import { csvHeaderLine, csvRowLines, type CsvColumn } from "../api/csv";
+import { csvHeaderLine, csvRowLines, type CsvColumn } from "../kernel/csv";
 import type { Access } from "../auth/permissions";
-import type { Database } from "../db/client";
+import type { DatabaseHandle } from "../db/client";
 import { findDuplicates, duplicatesQuerySchema, MAX_CLUSTERS, type DuplicateCluster } from "../records/duplicates";
 import { queueQuerySchema, stuckAndPending, type QueueItem } from "../records/queue";
 import type { RecordSummary } from "../records/row";
@@ -53,7 +53,7 @@ interface ExportList<Q, Row> {
   /** Not keyset-paginated: one call returns every row (page() gets the rows still allowed as limit). */
   unpaged?: boolean;
   /** One page of at most `limit` rows starting at `cursor` (null: the first). */
-  page(db: Database, query: Q, limit: number, cursor: KeysetPosition | null, now: Date): Promise<Page<Row>>;
+  page(db: DatabaseHandle, query: Q, limit: number, cursor: KeysetPosition | null, now: Date): Promise<Page<Row>>;
 }
 
 const keysetPage = <Row>(rows: Row[], nextCursor: string | null): Page<Row> => {
@@ -136,6 +136,7 @@ type QueueQ = z.output<typeof queueQuerySchema>;
 type DuplicatesQ = z.output<typeof duplicatesQuerySchema>;
 type ConflictsQ = z.output<typeof conflictsQuerySchema>;
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each list has its own query and row types
 const LISTS: { [K in ExportListName]: ExportList<any, any> } = {
   records: {
     access: "records.read",
@@ -209,7 +210,7 @@ export interface CollectedExport {
  * the list API would refuse, 404 for an unknown list.
  */
 export async function collectExport(
-  db: Database,
+  db: DatabaseHandle,
   listName: string,
   raw: Record<string, string>,
   opts: { maxRows?: number; pageSize?: number; now?: Date } = {},

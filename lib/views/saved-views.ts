@@ -1,3 +1,4 @@
+import { isUniqueViolation } from "../db/errors";
 import { z } from "zod";
 import type { Principal } from "../auth/permissions";
 import type { PrismaClient, SavedView } from "../generated/prisma/client";
@@ -99,11 +100,6 @@ export class TooManyViewsError extends ProblemError {
   constructor(page: string) {
     super(409, "too-many-views", "Too many saved views", `You have ${MAX_VIEWS_PER_PAGE} views on ${page} already; delete one first.`);
   }
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: string } } } } | null;
-  return e?.code === "P2002" || e?.meta?.driverAdapterError?.cause?.kind === "UniqueConstraintViolation";
 }
 
 /** Saves a view for the principal's user; with replace, an existing one of the same page and name takes the new query. */

@@ -1,7 +1,6 @@
 import { encode } from "next-auth/jwt";
-import pg from "pg";
 import type { PrismaClient } from "@/lib/generated/prisma/client";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createSession } from "@/lib/auth/sessions";
 import { generateToken } from "@/lib/auth/tokens";
 import { db } from "@/lib/db";
@@ -77,6 +76,7 @@ export async function sessionCookie(userId: bigint): Promise<string> {
  * is left out: verifying a token legitimately touches it (at most once a minute).
  */
 export async function tableSnapshot(sql: SqlExecutor): Promise<Record<string, { rows: number; digest: string | null }>> {
+  if (sql.dialect.name === "mysql") return mysqlTableSnapshot(sql);
   const tables = await sql.query<{ name: string }>(
     `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`,
   );
@@ -87,6 +87,20 @@ export async function tableSnapshot(sql: SqlExecutor): Promise<Record<string, { 
       `SELECT count(*)::bigint AS n, md5(string_agg((to_jsonb(t) - 'last_used_at')::text, ',' ORDER BY (to_jsonb(t) - 'last_used_at')::text)) AS digest FROM ${t} t`,
     );
     out[name] = { rows: Number(row.n), digest: row.digest };
+  }
+  return out;
+}
+
+/** MySQL: the same, digested here (no to_jsonb; GROUP_CONCAT would cut long groups short). */
+async function mysqlTableSnapshot(sql: SqlExecutor): Promise<Record<string, { rows: number; digest: string | null }>> {
+  const tables = await sql.query<{ name: string }>(
+    `SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_TYPE = 'BASE TABLE' ORDER BY 1`,
+  );
+  const out: Record<string, { rows: number; digest: string | null }> = {};
+  for (const { name } of tables) {
+    const rows = await sql.query<Record<string, unknown>>(`SELECT * FROM \`${name.replace(/`/g, "``")}\``);
+    const texts = rows.map(({ last_used_at: _touched, ...row }) => JSON.stringify(row, (_k, v) => (typeof v === "bigint" ? v.toString() : v))).sort();
+    out[name] = { rows: rows.length, digest: rows.length ? createHash("md5").update(texts.join(",")).digest("hex") : null };
   }
   return out;
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import fc from "fast-check";
 import type { SqlExecutor } from "@/lib/db/sql";
 
@@ -36,7 +37,7 @@ export const HOSTILE_STRINGS = [
   "2026-02-30T00:00:00Z",
   "-271821-04-19T00:00:00Z",
   "275760-09-13T00:00:00Z",
-  "{\"__proto__\":{}}",
+  '{"__proto__":{}}',
 ];
 
 /** What PostgreSQL itself refuses (22021, 22P05, 22003): the class the input boundary exists for. */
@@ -81,7 +82,8 @@ export function validValue(schema: JsonSchema, hints: Record<string, fc.Arbitrar
     case "string": {
       const max = typeof schema.maxLength === "number" ? schema.maxLength : 60;
       const min = typeof schema.minLength === "number" ? schema.minLength : 0;
-      if (typeof schema.pattern === "string") return patternString(schema.pattern, typeof schema.maxLength === "number" ? schema.maxLength : undefined).filter((s) => s.length >= min);
+      if (typeof schema.pattern === "string")
+        return patternString(schema.pattern, typeof schema.maxLength === "number" ? schema.maxLength : undefined).filter((s) => s.length >= min);
       return fc.string({ minLength: min, maxLength: Math.min(max, 60) });
     }
     case "integer":
@@ -115,9 +117,14 @@ function objectValue(schema: JsonSchema, hints: Record<string, fc.Arbitrary<unkn
   for (const [name, s] of Object.entries(properties)) {
     const valid = validValue(s, hints, name);
     const value = hostileWeight > 0 ? fc.oneof({ weight: 4, arbitrary: valid }, { weight: hostileWeight, arbitrary: hostileValue }) : valid;
-    fields[name] = required.has(name) ? fc.oneof({ weight: 12, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) }) : fc.option(value, { nil: undefined, freq: 2 });
+    fields[name] = required.has(name)
+      ? fc.oneof({ weight: 12, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) })
+      : fc.option(value, { nil: undefined, freq: 2 });
   }
-  const extra = hostileWeight > 0 ? fc.option(fc.dictionary(fc.constantFrom("extra", "a\u0000", "__proto__"), hostileScalar, { maxKeys: 1 }), { freq: 6 }) : fc.constant(null);
+  const extra =
+    hostileWeight > 0
+      ? fc.option(fc.dictionary(fc.constantFrom("extra", "a\u0000", "__proto__"), hostileScalar, { maxKeys: 1 }), { freq: 6 })
+      : fc.constant(null);
   return fc.tuple(fc.record(fields), extra).map(([record, more]) => {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(record)) if (v !== undefined) out[k] = v;
@@ -135,7 +142,7 @@ export function bodyValue(schema: JsonSchema, hints: Record<string, fc.Arbitrary
 export function parameterText(schema: JsonSchema, hints: Record<string, fc.Arbitrary<unknown>>, name: string): fc.Arbitrary<string> {
   return fc
     .oneof({ weight: 3, arbitrary: validValue(schema, hints, name) }, { weight: 2, arbitrary: hostileString })
-    .map((v) => (typeof v === "string" ? v : JSON.stringify(v) ?? ""));
+    .map((v) => (typeof v === "string" ? v : (JSON.stringify(v) ?? "")));
 }
 
 /**
@@ -158,9 +165,14 @@ export const BUSINESS_TABLES = [
   "retention_policies",
   "purge_runs",
   "legal_holds",
+  // What operators acknowledged, and the insights' remembered findings (their evaluator is not
+  // running in the fuzz suite: a change here can only come from a request).
+  "insight_alerts",
+  "insight_findings",
 ] as const;
 
 export async function businessDigest(sql: SqlExecutor): Promise<Record<string, string>> {
+  if (sql.dialect.name === "mysql") return mysqlBusinessDigest(sql);
   const present = new Set(
     (await sql.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`)).map((r) => r.name),
   );
@@ -170,4 +182,20 @@ export async function businessDigest(sql: SqlExecutor): Promise<Record<string, s
   );
   const rows = await sql.query<{ t: string; d: string }>(parts.join(" UNION ALL "));
   return Object.fromEntries(rows.map((r) => [r.t, r.d]));
+}
+
+/** MySQL: the same digest, made here from the rows (no to_jsonb; GROUP_CONCAT would cut long groups short). */
+async function mysqlBusinessDigest(sql: SqlExecutor): Promise<Record<string, string>> {
+  const present = new Set(
+    (await sql.query<{ name: string }>(`SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`)).map((r) => r.name),
+  );
+  const out: Record<string, string> = {};
+  for (const t of BUSINESS_TABLES.filter((name) => present.has(name))) {
+    const rows = await sql.query<Record<string, unknown>>(`SELECT * FROM ${t}`);
+    const texts = rows
+      .map(({ last_used_at: _used, last_seen_at: _seen, ...row }) => JSON.stringify(row, (_k, v) => (typeof v === "bigint" ? v.toString() : v)))
+      .sort();
+    out[t] = `${rows.length}:${rows.length ? createHash("md5").update(texts.join(",")).digest("hex") : ""}`;
+  }
+  return out;
 }

@@ -1,8 +1,10 @@
 "use client";
 
-import { Fragment, useEffect, useState, type FormEvent } from "react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { Fragment, useState, type FormEvent } from "react";
 import { ActionNotice, useAction } from "@/components/client/use-action";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
+import { queryKeys } from "@/components/client/query-keys";
 import { When } from "@/components/time/When";
 import { ROLE_DESCRIPTIONS, ROLES, type Role } from "@/lib/auth/permissions";
 import type { SessionView } from "@/lib/auth/sessions";
@@ -13,14 +15,16 @@ type Pending = { userId: string; kind: Kind } | null;
 
 /** Users: list, invite, change roles, disable/enable — every change with a reason, through /api/v1/users. */
 export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: UserView[]; currentUserId: string }) {
-  const [users, setUsers] = useState(initialUsers);
+  const client = useQueryClient();
+  // The page renders the list on the server; the query takes over from there and is reloaded after each change.
+  const { data: users } = useQuery({
+    queryKey: queryKeys.users.list,
+    queryFn: () => apiFetch<{ users: UserView[] }>("/api/v1/users").then((r) => r.users),
+    initialData: initialUsers,
+    retry: retryUnlessClientError,
+  });
   const [pending, setPending] = useState<Pending>(null);
-
-  async function reload() {
-    const { users } = await apiFetch<{ users: UserView[] }>("/api/v1/users");
-    setUsers(users);
-  }
-  const { message, busy, run } = useAction(reload);
+  const { message, busy, run } = useAction(() => client.invalidateQueries({ queryKey: queryKeys.users.all }));
 
   return (
     <>
@@ -64,10 +68,16 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
                       {u.disabled ? "disabled" : "active"}
                     </span>
                   </td>
-                  <td data-label="Sign-in" className="subtle">{[u.hasPassword && "password", u.sso && "SSO"].filter(Boolean).join(", ") || "not set up"}</td>
+                  <td data-label="Sign-in" className="subtle">
+                    {[u.hasPassword && "password", u.sso && "SSO"].filter(Boolean).join(", ") || "not set up"}
+                  </td>
                   <td data-label="Last sign-in" className="subtle nowrap">
                     <When iso={u.lastSignInAt} fallback="never" />
-                    {u.activeSessions ? <div data-testid="user-sessions">{u.activeSessions} active session{u.activeSessions === 1 ? "" : "s"}</div> : null}
+                    {u.activeSessions ? (
+                      <div data-testid="user-sessions">
+                        {u.activeSessions} active session{u.activeSessions === 1 ? "" : "s"}
+                      </div>
+                    ) : null}
                   </td>
                   <td data-label="Actions">
                     <div className="row-actions">
@@ -111,23 +121,23 @@ export function UsersAdmin({ initialUsers, currentUserId }: { initialUsers: User
                           }}
                         />
                       ) : (
-                      <UserActionForm
-                        user={u}
-                        kind={open.kind}
-                        busy={busy}
-                        onCancel={() => setPending(null)}
-                        onSubmit={async (body, done) => {
-                          const ok = await run(async () => {
-                            const res = await apiFetch<{ user: UserView; noop: boolean }>(`/api/v1/users/${u.id}`, { method: "PATCH", body });
-                            const what = open.kind === "roles" ? `roles of ${u.email} set to ${res.user.roles.join(", ")}` : `${u.email} ${open.kind}d`;
-                            return res.noop ? `Nothing to change: ${what} already.` : `Done: ${what}.`;
-                          });
-                          if (ok) {
-                            done();
-                            setPending(null);
-                          }
-                        }}
-                      />
+                        <UserActionForm
+                          user={u}
+                          kind={open.kind}
+                          busy={busy}
+                          onCancel={() => setPending(null)}
+                          onSubmit={async (body, done) => {
+                            const ok = await run(async () => {
+                              const res = await apiFetch<{ user: UserView; noop: boolean }>(`/api/v1/users/${u.id}`, { method: "PATCH", body });
+                              const what = open.kind === "roles" ? `roles of ${u.email} set to ${res.user.roles.join(", ")}` : `${u.email} ${open.kind}d`;
+                              return res.noop ? `Nothing to change: ${what} already.` : `Done: ${what}.`;
+                            });
+                            if (ok) {
+                              done();
+                              setPending(null);
+                            }
+                          }}
+                        />
                       )}
                     </td>
                   </tr>
@@ -250,9 +260,7 @@ function UserActionForm({
     >
       <strong>{title}</strong>
       {kind === "roles" && <RoleChecks name={`roles-${user.id}`} value={roles} onChange={setRoles} />}
-      {kind === "disable" && (
-        <p className="subtle">Their sessions and API tokens stop working at once; enabling them again restores unrevoked tokens.</p>
-      )}
+      {kind === "disable" && <p className="subtle">Their sessions and API tokens stop working at once; enabling them again restores unrevoked tokens.</p>}
       <label>
         Reason <span className="subtle">(kept in the audit log)</span>
         <input type="text" name="reason" required minLength={3} maxLength={2000} autoFocus value={reason} onChange={(e) => setReason(e.target.value)} />
@@ -270,16 +278,27 @@ function UserActionForm({
 }
 
 /** A user's live sessions and "Sign out everywhere" (GET / DELETE /api/v1/users/{id}/sessions). */
-function SessionsForm({ user, busy, onCancel, onSubmit }: { user: UserView; busy: boolean; onCancel: () => void; onSubmit: (reason: string) => Promise<void> }) {
-  const [sessions, setSessions] = useState<SessionView[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+function SessionsForm({
+  user,
+  busy,
+  onCancel,
+  onSubmit,
+}: {
+  user: UserView;
+  busy: boolean;
+  onCancel: () => void;
+  onSubmit: (reason: string) => Promise<void>;
+}) {
+  const query = useQuery({
+    queryKey: queryKeys.users.sessions(user.id),
+    queryFn: () => apiFetch<{ sessions: SessionView[] }>(`/api/v1/users/${user.id}/sessions`).then((r) => r.sessions),
+    // Read afresh each time the form opens: sessions come and go by the minute.
+    staleTime: 0,
+    retry: retryUnlessClientError,
+  });
+  const sessions = query.data ?? null;
+  const error = query.error?.message ?? null;
   const [reason, setReason] = useState("");
-  useEffect(() => {
-    apiFetch<{ sessions: SessionView[] }>(`/api/v1/users/${user.id}/sessions`).then(
-      (r) => setSessions(r.sessions),
-      (e: unknown) => setError(e instanceof Error ? e.message : String(e)),
-    );
-  }, [user.id]);
   return (
     <form
       className="form-grid"
@@ -307,14 +326,20 @@ function SessionsForm({ user, busy, onCancel, onSubmit }: { user: UserView; busy
           <tbody>
             {sessions.map((s) => (
               <tr key={s.id}>
-                <td className="nowrap"><When iso={s.createdAt} /></td>
-                <td className="nowrap"><When iso={s.lastSeenAt} /></td>
+                <td className="nowrap">
+                  <When iso={s.createdAt} />
+                </td>
+                <td className="nowrap">
+                  <When iso={s.lastSeenAt} />
+                </td>
                 <td>{s.method === "sso" ? `single sign-on${s.provider ? ` (${s.provider})` : ""}` : "password"}</td>
                 <td>
                   {s.ip ?? "—"}
                   {s.userAgent && <div className="subtle">{s.userAgent.slice(0, 80)}</div>}
                 </td>
-                <td className="nowrap"><When iso={s.expiresAt} /></td>
+                <td className="nowrap">
+                  <When iso={s.expiresAt} />
+                </td>
               </tr>
             ))}
           </tbody>

@@ -19,8 +19,8 @@ export default async function UsersPage() {
         <div>
           <h1>Users</h1>
           <p className="subtle">
-            Roles decide what each person may see and do. Every change asks for a reason and lands in the audit log. You cannot
-            remove your own admin role or disable yourself, and the last active admin stays an admin.
+            Roles decide what each person may see and do. Every change asks for a reason and lands in the audit log. You cannot remove your own admin role or
+            disable yourself, and the last active admin stays an admin.
           </p>
         </div>
       </div>

@@ -22,15 +22,11 @@ export default async function NewCompensationPage({ searchParams }: { searchPara
       </nav>
       <h1>Request a compensation</h1>
       {recordId && ID.test(recordId) ? (
-        <NewCompensation
-          recordId={recordId}
-          relatedRecordId={related && ID.test(related) ? related : undefined}
-          reason={one(sp.reason)?.slice(0, 2000)}
-        />
+        <NewCompensation recordId={recordId} relatedRecordId={related && ID.test(related) ? related : undefined} reason={one(sp.reason)?.slice(0, 2000)} />
       ) : (
         <p className="notice error" role="alert">
-          Open this page from a record or from Duplicate charges (“Hand over to compensation”): it needs <code>?recordId=</code> naming the record
-          whose charge is to be compensated.
+          Open this page from a record or from Duplicate charges (“Hand over to compensation”): it needs <code>?recordId=</code> naming the record whose charge
+          is to be compensated.
         </p>
       )}
     </>

@@ -1,8 +1,10 @@
 "use client";
 
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { Fragment, useState, type FormEvent } from "react";
 import { ActionNotice, useAction } from "@/components/client/use-action";
-import { apiFetch } from "@/components/client/api";
+import { apiFetch, retryUnlessClientError } from "@/components/client/api";
+import { queryKeys } from "@/components/client/query-keys";
 import { formatInstant } from "@/components/time/format";
 import { useTimeZone, When } from "@/components/time/When";
 import type { TokenView } from "@/lib/auth/token-admin";
@@ -14,16 +16,19 @@ export interface ScopeChoice {
 
 /** One's own API tokens: list, create (the plaintext is shown once), revoke — through /api/v1/tokens. */
 export function TokensSettings({ initialTokens, scopes }: { initialTokens: TokenView[]; scopes: ScopeChoice[] }) {
-  const [tokens, setTokens] = useState(initialTokens);
+  const client = useQueryClient();
+  // The page renders the list on the server; the query takes over from there and is reloaded after each change.
+  const { data: tokens } = useQuery({
+    queryKey: queryKeys.tokens.all,
+    queryFn: () => apiFetch<{ tokens: TokenView[] }>("/api/v1/tokens").then((r) => r.tokens),
+    initialData: initialTokens,
+    retry: retryUnlessClientError,
+  });
   const [created, setCreated] = useState<{ token: string; name: string } | null>(null);
   const [revoking, setRevoking] = useState<string | null>(null);
   const timeZone = useTimeZone();
 
-  async function reload() {
-    const { tokens } = await apiFetch<{ tokens: TokenView[] }>("/api/v1/tokens");
-    setTokens(tokens);
-  }
-  const { message, busy, run } = useAction(reload);
+  const { message, busy, run } = useAction(() => client.invalidateQueries({ queryKey: queryKeys.tokens.all }));
 
   return (
     <>
@@ -77,12 +82,24 @@ export function TokensSettings({ initialTokens, scopes }: { initialTokens: Token
                       </span>
                     ))}
                   </td>
-                  <td data-label="Created" className="subtle nowrap"><When iso={t.createdAt} /></td>
-                  <td data-label="Expires" className="subtle nowrap"><When iso={t.expiresAt} /></td>
-                  <td data-label="Last used" className="subtle nowrap"><When iso={t.lastUsedAt} fallback="never" /></td>
+                  <td data-label="Created" className="subtle nowrap">
+                    <When iso={t.createdAt} />
+                  </td>
+                  <td data-label="Expires" className="subtle nowrap">
+                    <When iso={t.expiresAt} />
+                  </td>
+                  <td data-label="Last used" className="subtle nowrap">
+                    <When iso={t.lastUsedAt} fallback="never" />
+                  </td>
                   <td data-label="Status">
                     <span className={`status-badge ${t.status === "active" ? "on" : "off"}`} data-testid="token-status">
-                      {t.status === "revoked" ? <>revoked <When iso={t.revokedAt} /></> : t.status.replace("_", " ")}
+                      {t.status === "revoked" ? (
+                        <>
+                          revoked <When iso={t.revokedAt} />
+                        </>
+                      ) : (
+                        t.status.replace("_", " ")
+                      )}
                     </span>
                   </td>
                   <td data-label="Actions">
@@ -128,8 +145,8 @@ function TokenOnce({ token, name, onDone }: { token: string; name: string; onDon
     <section className="token-once" data-testid="token-once" aria-live="polite">
       <strong>Your new token “{name}”</strong>
       <p className="warning">
-        Copy it now and keep it somewhere safe: this is the only time it is shown. The console stores only a hash and cannot show it
-        again — if you lose it, revoke it and create a new one.
+        Copy it now and keep it somewhere safe: this is the only time it is shown. The console stores only a hash and cannot show it again — if you lose it,
+        revoke it and create a new one.
       </p>
       <div className="token-value-row">
         <code data-testid="token-value">{token}</code>
@@ -188,7 +205,9 @@ function CreateTokenForm({
         <input type="text" name="name" required maxLength={100} autoComplete="off" value={name} onChange={(e) => setName(e.target.value)} />
       </label>
       <fieldset className="checks">
-        <legend>Scopes <span className="subtle">(at most your own permissions; pick the fewest that do the job)</span></legend>
+        <legend>
+          Scopes <span className="subtle">(at most your own permissions; pick the fewest that do the job)</span>
+        </legend>
         {scopes.map((s) => (
           <label key={s.permission}>
             <input
@@ -240,7 +259,9 @@ function RevokeForm({
         void onRevoke(reason);
       }}
     >
-      <strong>Revoke “{token.name}” ({token.prefix})</strong>
+      <strong>
+        Revoke “{token.name}” ({token.prefix})
+      </strong>
       <p className="subtle">Anything using it is refused from now on. This cannot be undone.</p>
       <label>
         Reason <span className="subtle">(kept in the audit log)</span>

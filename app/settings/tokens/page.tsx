@@ -21,8 +21,8 @@ export default async function TokensPage() {
         <div>
           <h1>API tokens</h1>
           <p className="subtle">
-            For scripts and services calling the console&apos;s API (<code>Authorization: Bearer …</code>). A token can do at most what you
-            can, only within its scopes, and stops working when it expires, is revoked, or your account is disabled.
+            For scripts and services calling the console&apos;s API (<code>Authorization: Bearer …</code>). A token can do at most what you can, only within its
+            scopes, and stops working when it expires, is revoked, or your account is disabled.
           </p>
         </div>
       </div>

@@ -55,11 +55,7 @@ export function LegalHoldPanel({ record, access, onChanged }: RecordActionProps)
     <section className="panel action-panel legal-hold-panel" aria-label="Legal hold" data-testid="legal-hold-panel" data-held={record.legalHold}>
       <h2>Legal hold</h2>
       <p data-testid="legal-hold-state">
-        {record.legalHold ? (
-          <strong>This record is under a legal hold: it is never purged.</strong>
-        ) : (
-          <>No legal hold on this record.</>
-        )}{" "}
+        {record.legalHold ? <strong>This record is under a legal hold: it is never purged.</strong> : <>No legal hold on this record.</>}{" "}
         {held ? (
           <span data-testid="scope-hold-state">
             Its scope <code>{record.scope}</code> is under a legal hold too (since <When iso={held.setAt} />, {held.reason}).

@@ -1,5 +1,8 @@
 "use client";
 
+import type { Jsonified } from "@/lib/api/json";
+import type { ReconcileOutcome } from "@/lib/reconcile/core";
+import type { ResolveResult } from "@/lib/records/resolve";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ApiError, apiFetch, newIdempotencyKey } from "@/components/client/api";
@@ -20,20 +23,9 @@ import type { RecordActionProps } from "./types";
  * answer received) gets a new key.
  */
 
-interface ReconcileOutcomeJson {
-  answer: string;
-  action: string;
-  message: string;
-  providerReference: string | null;
-  record: { status: string; version: number } | null;
-  item: { state: string; attempts: number; nextCheckAt: string | null; lastError: string | null } | null;
-}
-
-interface ResolveResultJson {
-  record: { status: string; version: number; providerReference: string | null };
-  outcome: "completed" | "failed";
-  reconciliationItemsResolved: string[];
-}
+/** POST /api/v1/records/{id}/reconcile and …/resolve as the browser receives them (the server's types). */
+type ReconcileOutcomeJson = Jsonified<ReconcileOutcome>;
+type ResolveResultJson = Jsonified<ResolveResult>;
 
 interface Conflict {
   message: string;
@@ -78,7 +70,9 @@ export function ResolvePanel({ record, access, availability, onChanged }: Record
           <p className="subtle" data-testid="resolve-state">
             The record is <StatusBadge status={record.status} /> since <When iso={record.updatedAt} />, version{" "}
             <strong data-testid="resolve-version">{record.version}</strong>.
-            {record.status === "processing" ? " A processing record can be resolved only once it is stuck past its operation's threshold (the worker died)." : null}
+            {record.status === "processing"
+              ? " A processing record can be resolved only once it is stuck past its operation's threshold (the worker died)."
+              : null}
           </p>
           <div className="resolve-grid">
             {access.reconcile ? <CheckWithProvider recordId={record.id} can={availability.check} onChanged={changed} /> : null}
@@ -92,12 +86,21 @@ export function ResolvePanel({ record, access, availability, onChanged }: Record
   );
 }
 
-function CheckWithProvider({ recordId, can, onChanged }: { recordId: string; can: RecordActionProps["availability"]["check"]; onChanged: (text: string | null) => void }) {
+function CheckWithProvider({
+  recordId,
+  can,
+  onChanged,
+}: {
+  recordId: string;
+  can: RecordActionProps["availability"]["check"];
+  onChanged: (text: string | null) => void;
+}) {
   const [reason, setReason] = useState("");
   const [key, setKey] = useState(newIdempotencyKey);
   const [result, setResult] = useState<ReconcileOutcomeJson | null>(null);
   const check = useMutation({
-    mutationFn: () => apiFetch<ReconcileOutcomeJson>(`/api/v1/records/${recordId}/reconcile`, { method: "POST", body: { reason: reason.trim() }, idempotencyKey: key }),
+    mutationFn: () =>
+      apiFetch<ReconcileOutcomeJson>(`/api/v1/records/${recordId}/reconcile`, { method: "POST", body: { reason: reason.trim() }, idempotencyKey: key }),
     onSuccess: (out) => {
       setKey(newIdempotencyKey());
       setResult(out);
@@ -151,7 +154,12 @@ function CheckWithProvider({ recordId, can, onChanged }: { recordId: string; can
         </button>
       </div>
       {result ? (
-        <p className={`notice ${result.action === "needs_manual" || result.action === "superseded" ? "error" : "ok"}`} role="status" data-testid="reconcile-result" data-action={result.action}>
+        <p
+          className={`notice ${result.action === "needs_manual" || result.action === "superseded" ? "error" : "ok"}`}
+          role="status"
+          data-testid="reconcile-result"
+          data-action={result.action}
+        >
           <strong>{ACTION_LABEL[result.action] ?? result.action}.</strong> {result.message}
           {result.item && result.item.state === "open" && result.item.nextCheckAt ? (
             <>
@@ -182,7 +190,17 @@ export const ACTION_LABEL: Record<string, string> = {
   refused: "Refused",
 };
 
-function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: string; version: number; onChanged: (text: string) => void; onReload: () => void }) {
+function ResolveByHand({
+  recordId,
+  version,
+  onChanged,
+  onReload,
+}: {
+  recordId: string;
+  version: number;
+  onChanged: (text: string) => void;
+  onReload: () => void;
+}) {
   const [outcome, setOutcome] = useState<"completed" | "failed">("completed");
   const [reference, setReference] = useState("");
   const [reason, setReason] = useState("");
@@ -194,10 +212,12 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
   const [responseBody, setResponseBody] = useState("");
   const [key, setKey] = useState(newIdempotencyKey);
   const [conflict, setConflict] = useState<Conflict | null>(null);
-  const edit = <T,>(set: (v: T) => void) => (v: T) => {
-    set(v);
-    setKey(newIdempotencyKey());
-  };
+  const edit =
+    <T,>(set: (v: T) => void) =>
+    (v: T) => {
+      set(v);
+      setKey(newIdempotencyKey());
+    };
   const resolve = useMutation({
     mutationFn: () =>
       apiFetch<ResolveResultJson>(`/api/v1/records/${recordId}/resolve`, {
@@ -228,7 +248,8 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
       setConflict(conflictOf(err));
     },
   });
-  const codeOk = !responseCode.trim() || (/^\d{3}$/.test(responseCode.trim()) && (outcome === "completed" ? Number(responseCode) < 400 : Number(responseCode) >= 400));
+  const codeOk =
+    !responseCode.trim() || (/^\d{3}$/.test(responseCode.trim()) && (outcome === "completed" ? Number(responseCode) < 400 : Number(responseCode) >= 400));
   const valid = reason.trim().length >= 3 && (outcome === "failed" || reference.trim().length > 0) && codeOk;
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -241,12 +262,26 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
       <fieldset className="resolve-outcomes">
         <legend>Outcome</legend>
         <label>
-          <input type="radio" name="outcome" value="completed" data-testid="resolve-outcome-completed" checked={outcome === "completed"} onChange={() => edit(setOutcome)("completed")} />{" "}
+          <input
+            type="radio"
+            name="outcome"
+            value="completed"
+            data-testid="resolve-outcome-completed"
+            checked={outcome === "completed"}
+            onChange={() => edit(setOutcome)("completed")}
+          />{" "}
           Completed — the provider has the charge
         </label>
         <label>
-          <input type="radio" name="outcome" value="failed" data-testid="resolve-outcome-failed" checked={outcome === "failed"} onChange={() => edit(setOutcome)("failed")} /> Failed —
-          nothing happened at the provider
+          <input
+            type="radio"
+            name="outcome"
+            value="failed"
+            data-testid="resolve-outcome-failed"
+            checked={outcome === "failed"}
+            onChange={() => edit(setOutcome)("failed")}
+          />{" "}
+          Failed — nothing happened at the provider
         </label>
       </fieldset>
       {outcome === "completed" ? (
@@ -266,16 +301,30 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
       <details className="resolve-service-response" data-testid="resolve-service-response">
         <summary>What the service created and answered (optional)</summary>
         <p className="subtle">
-          If you know them, a retry of the original request will replay the service&apos;s own answer. Otherwise it replays a small JSON answer made by the console, with a
-          top-level <code>resolution</code> member that marks it as the console&apos;s.
+          If you know them, a retry of the original request will replay the service&apos;s own answer. Otherwise it replays a small JSON answer made by the
+          console, with a top-level <code>resolution</code> member that marks it as the console&apos;s.
         </p>
         <label>
           Resource type
-          <input type="text" data-testid="resolve-resource-type" value={resourceType} onChange={(e) => edit(setResourceType)(e.target.value)} placeholder="e.g. order" maxLength={200} />
+          <input
+            type="text"
+            data-testid="resolve-resource-type"
+            value={resourceType}
+            onChange={(e) => edit(setResourceType)(e.target.value)}
+            placeholder="e.g. order"
+            maxLength={200}
+          />
         </label>
         <label>
           Resource id
-          <input type="text" data-testid="resolve-resource-id" value={resourceId} onChange={(e) => edit(setResourceId)(e.target.value)} placeholder="e.g. ord_1042" maxLength={200} />
+          <input
+            type="text"
+            data-testid="resolve-resource-id"
+            value={resourceId}
+            onChange={(e) => edit(setResourceId)(e.target.value)}
+            placeholder="e.g. ord_1042"
+            maxLength={200}
+          />
         </label>
         <label>
           HTTP status the service answered
@@ -301,7 +350,14 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
         </label>
         <label>
           Body
-          <textarea data-testid="resolve-response-body" value={responseBody} onChange={(e) => edit(setResponseBody)(e.target.value)} rows={3} maxLength={60000} placeholder='e.g. {"order_id":"ord_1042"}' />
+          <textarea
+            data-testid="resolve-response-body"
+            value={responseBody}
+            onChange={(e) => edit(setResponseBody)(e.target.value)}
+            rows={3}
+            maxLength={60000}
+            placeholder='e.g. {"order_id":"ord_1042"}'
+          />
         </label>
       </details>
       <label>
@@ -331,7 +387,12 @@ function ResolveByHand({ recordId, version, onChanged, onReload }: { recordId: s
           {conflict.current ? (
             <p data-testid="resolve-conflict-current">
               Now: {conflict.current.status ? <StatusBadge status={conflict.current.status} /> : null} version {conflict.current.version ?? "?"}
-              {conflict.current.updatedAt ? <>, changed <When iso={conflict.current.updatedAt} /></> : null}.
+              {conflict.current.updatedAt ? (
+                <>
+                  , changed <When iso={conflict.current.updatedAt} />
+                </>
+              ) : null}
+              .
             </p>
           ) : null}
           <button

@@ -1,4 +1,5 @@
 import type { Jsonified } from "@/lib/api/json";
+import type { RecordDetail } from "@/lib/records/detail";
 import type { RecordSummary } from "@/lib/records/row";
 
 /** What the record page may offer the viewer (decided on the server with can()). */
@@ -10,10 +11,10 @@ export interface RecordActionAccess {
   legalHold: boolean;
 }
 
-/** What can work on the record right now (from the record API), and why not. */
+/** What can work on the record right now (from the record API, GET /api/v1/records/{id}), and why not. */
 export interface RecordActionAvailability {
-  check: { allowed: boolean; cause: string | null; reason: string | null };
-  compensation: { allowed: boolean; reason: string | null };
+  check: Jsonified<RecordDetail["checkWithProvider"]>;
+  compensation: Jsonified<RecordDetail["compensation"]>;
 }
 
 export interface RecordActionProps {

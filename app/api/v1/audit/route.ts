@@ -9,10 +9,7 @@ import { auditEntryJson, auditQuerySchema, listAudit } from "@/lib/audit/query";
  */
 export const GET = apiRoute({ access: "audit.read", summary: "Audit log entries, filtered, newest first", query: auditQuerySchema }, async ({ query, db }) => {
   const page = await listAudit(db.prisma, query);
-  return Response.json(
-    { entries: page.entries.map(auditEntryJson), nextCursor: page.nextCursor },
-    { headers: { "cache-control": "no-store" } },
-  );
+  return Response.json({ entries: page.entries.map(auditEntryJson), nextCursor: page.nextCursor }, { headers: { "cache-control": "no-store" } });
 });
 
 const refuse = methodNotAllowed(["GET"]);

@@ -7,8 +7,8 @@ import { listCompensationViews, listQuerySchema, requestBodySchema, requestCompe
  * Compensations, newest request first, keyset-paginated; each says what the caller may do with it.
  */
 export const GET = apiRoute(
-  { access: "records.read", summary: "List compensations (filter by state or record)", query: listQuerySchema },
-  async ({ query, principal, db }) => jsonResponse(await listCompensationViews({ database: db, principal: principal! }, query)),
+  { access: "records.read", summary: "List compensations (filter by state or record)", query: listQuerySchema, reads: "replica" },
+  async ({ query, principal, read }) => jsonResponse(await listCompensationViews({ database: read, principal }, query)),
 );
 
 /**
@@ -26,7 +26,7 @@ export const POST = apiRoute(
     body: requestBodySchema,
   },
   async ({ body, principal, db, meta }) => {
-    const created = await requestCompensation({ database: db, principal: principal!, request: meta }, body);
+    const created = await requestCompensation({ database: db, principal, request: meta }, body);
     return jsonResponse(created, { status: 201, headers: { location: `/api/v1/compensations/${created.id}` } });
   },
 );

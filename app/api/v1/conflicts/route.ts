@@ -7,8 +7,9 @@ import { conflictsQuerySchema, conflictStats } from "@/lib/stats/conflicts";
  * Key reuse with a different payload: by operation and scope, rate per operation, trend,
  * and the events (stored and received payload hash) newest first.
  */
-export const GET = apiRoute({ access: "stats.read", summary: "Key reuse with a different payload, grouped, with trend and drill-down", query: conflictsQuerySchema }, async ({ query, db }) =>
-  jsonResponse(await db.withSession((session) => conflictStats(session, query))),
+export const GET = apiRoute(
+  { access: "stats.read", summary: "Key reuse with a different payload, grouped, with trend and drill-down", query: conflictsQuerySchema, reads: "replica" },
+  async ({ query, read }) => jsonResponse(await read.withSession((session) => conflictStats(session, query))),
 );
 
 const refuse = methodNotAllowed(["GET"]);

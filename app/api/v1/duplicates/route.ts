@@ -7,8 +7,14 @@ import { duplicatesQuerySchema, findDuplicates } from "@/lib/records/duplicates"
  * Suspected double charges: same scope + operation + payload hash (or amount, currency and
  * resource) under different keys within the window, as clusters, side by side.
  */
-export const GET = apiRoute({ access: "records.read", summary: "Suspected double charges: same intent under different keys within a window", query: duplicatesQuerySchema }, async ({ query, db }) =>
-  jsonResponse(await findDuplicates(db.sql, query)),
+export const GET = apiRoute(
+  {
+    access: "records.read",
+    summary: "Suspected double charges: same intent under different keys within a window",
+    query: duplicatesQuerySchema,
+    reads: "replica",
+  },
+  async ({ query, read }) => jsonResponse(await findDuplicates(read.sql, query)),
 );
 
 const refuse = methodNotAllowed(["GET"]);

@@ -7,8 +7,9 @@ import { expiryQuerySchema, expiryStats } from "@/lib/stats/expiry";
  * expires_at histogram (next 24 h by hour, next 30 days by day) and expired-not-purged
  * by operation and status, with what a retention purge could remove.
  */
-export const GET = apiRoute({ access: "stats.read", summary: "Expiry histogram, expired-not-purged and retention preview", query: expiryQuerySchema }, async ({ query, db }) =>
-  jsonResponse(await expiryStats(db.sql, query)),
+export const GET = apiRoute(
+  { access: "stats.read", summary: "Expiry histogram, expired-not-purged and retention preview", query: expiryQuerySchema, reads: "replica" },
+  async ({ query, read }) => jsonResponse(await expiryStats(read.sql, query)),
 );
 
 const refuse = methodNotAllowed(["GET"]);

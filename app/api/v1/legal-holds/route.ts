@@ -13,7 +13,7 @@ export const GET = apiRoute({ access: "stats.read", summary: "List scope legal h
 
 export const POST = apiRoute(
   { access: "legal_holds.manage", summary: "Put a whole scope under a legal hold", body: scopeHoldBodySchema, action: "legal_holds.set", idempotent: true },
-  async ({ db, principal, body, meta }) => jsonResponse({ hold: await setScopeHold(db.prisma, principal!, body, meta) }, { status: 201 }),
+  async ({ db, principal, body, meta }) => jsonResponse({ hold: await setScopeHold(db.prisma, principal, body, meta) }, { status: 201 }),
 );
 
 const refuse = methodNotAllowed(["GET", "POST"]);

@@ -15,38 +15,43 @@ import * as m10 from "@/app/api/v1/conflicts/route";
 import * as m11 from "@/app/api/v1/duplicates/route";
 import * as m12 from "@/app/api/v1/expiry/route";
 import * as m13 from "@/app/api/v1/export/[list]/route";
-import * as m14 from "@/app/api/v1/legal-holds/[id]/lift/route";
-import * as m15 from "@/app/api/v1/legal-holds/route";
-import * as m16 from "@/app/api/v1/me/preferences/route";
-import * as m17 from "@/app/api/v1/purges/[id]/cancel/route";
-import * as m18 from "@/app/api/v1/purges/[id]/route";
-import * as m19 from "@/app/api/v1/purges/route";
-import * as m20 from "@/app/api/v1/queue/route";
-import * as m21 from "@/app/api/v1/reconcile/route";
-import * as m22 from "@/app/api/v1/records/[id]/legal-hold/route";
-import * as m23 from "@/app/api/v1/records/[id]/reconcile/route";
-import * as m24 from "@/app/api/v1/records/[id]/resolve/route";
-import * as m25 from "@/app/api/v1/records/[id]/reveal/route";
-import * as m26 from "@/app/api/v1/records/[id]/route";
-import * as m27 from "@/app/api/v1/records/route";
-import * as m28 from "@/app/api/v1/redis/stores/[store]/census/route";
-import * as m29 from "@/app/api/v1/redis/stores/[store]/keys/route";
-import * as m30 from "@/app/api/v1/redis/stores/[store]/release-bulk/route";
-import * as m31 from "@/app/api/v1/redis/stores/[store]/release/route";
-import * as m32 from "@/app/api/v1/redis/stores/[store]/wedged/route";
-import * as m33 from "@/app/api/v1/redis/stores/route";
-import * as m34 from "@/app/api/v1/retention/dry-run/route";
-import * as m35 from "@/app/api/v1/retention/policies/[id]/route";
-import * as m36 from "@/app/api/v1/retention/policies/route";
-import * as m37 from "@/app/api/v1/session/route";
-import * as m38 from "@/app/api/v1/stats/overview/route";
-import * as m39 from "@/app/api/v1/tokens/[id]/route";
-import * as m40 from "@/app/api/v1/tokens/route";
-import * as m41 from "@/app/api/v1/users/[id]/route";
-import * as m42 from "@/app/api/v1/users/[id]/sessions/route";
-import * as m43 from "@/app/api/v1/users/route";
-import * as m44 from "@/app/api/v1/views/[id]/route";
-import * as m45 from "@/app/api/v1/views/route";
+import * as m14 from "@/app/api/v1/insights/alerts/acknowledge/route";
+import * as m15 from "@/app/api/v1/insights/alerts/route";
+import * as m16 from "@/app/api/v1/insights/key-quality/route";
+import * as m17 from "@/app/api/v1/insights/retention/route";
+import * as m18 from "@/app/api/v1/legal-holds/[id]/lift/route";
+import * as m19 from "@/app/api/v1/legal-holds/route";
+import * as m20 from "@/app/api/v1/me/preferences/route";
+import * as m21 from "@/app/api/v1/purges/[id]/cancel/route";
+import * as m22 from "@/app/api/v1/purges/[id]/route";
+import * as m23 from "@/app/api/v1/purges/route";
+import * as m24 from "@/app/api/v1/queue/route";
+import * as m25 from "@/app/api/v1/reconcile/route";
+import * as m26 from "@/app/api/v1/records/[id]/legal-hold/route";
+import * as m27 from "@/app/api/v1/records/[id]/reconcile/route";
+import * as m28 from "@/app/api/v1/records/[id]/resolve/route";
+import * as m29 from "@/app/api/v1/records/[id]/reveal/route";
+import * as m30 from "@/app/api/v1/records/[id]/route";
+import * as m31 from "@/app/api/v1/records/[id]/story/route";
+import * as m32 from "@/app/api/v1/records/route";
+import * as m33 from "@/app/api/v1/redis/stores/[store]/census/route";
+import * as m34 from "@/app/api/v1/redis/stores/[store]/keys/route";
+import * as m35 from "@/app/api/v1/redis/stores/[store]/release-bulk/route";
+import * as m36 from "@/app/api/v1/redis/stores/[store]/release/route";
+import * as m37 from "@/app/api/v1/redis/stores/[store]/wedged/route";
+import * as m38 from "@/app/api/v1/redis/stores/route";
+import * as m39 from "@/app/api/v1/retention/dry-run/route";
+import * as m40 from "@/app/api/v1/retention/policies/[id]/route";
+import * as m41 from "@/app/api/v1/retention/policies/route";
+import * as m42 from "@/app/api/v1/session/route";
+import * as m43 from "@/app/api/v1/stats/overview/route";
+import * as m44 from "@/app/api/v1/tokens/[id]/route";
+import * as m45 from "@/app/api/v1/tokens/route";
+import * as m46 from "@/app/api/v1/users/[id]/route";
+import * as m47 from "@/app/api/v1/users/[id]/sessions/route";
+import * as m48 from "@/app/api/v1/users/route";
+import * as m49 from "@/app/api/v1/views/[id]/route";
+import * as m50 from "@/app/api/v1/views/route";
 
 export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/health", module: m0 as RouteModuleEntry["module"] },
@@ -63,36 +68,41 @@ export const ROUTE_MODULES: RouteModuleEntry[] = [
   { path: "/api/v1/duplicates", module: m11 as RouteModuleEntry["module"] },
   { path: "/api/v1/expiry", module: m12 as RouteModuleEntry["module"] },
   { path: "/api/v1/export/[list]", module: m13 as RouteModuleEntry["module"] },
-  { path: "/api/v1/legal-holds/[id]/lift", module: m14 as RouteModuleEntry["module"] },
-  { path: "/api/v1/legal-holds", module: m15 as RouteModuleEntry["module"] },
-  { path: "/api/v1/me/preferences", module: m16 as RouteModuleEntry["module"] },
-  { path: "/api/v1/purges/[id]/cancel", module: m17 as RouteModuleEntry["module"] },
-  { path: "/api/v1/purges/[id]", module: m18 as RouteModuleEntry["module"] },
-  { path: "/api/v1/purges", module: m19 as RouteModuleEntry["module"] },
-  { path: "/api/v1/queue", module: m20 as RouteModuleEntry["module"] },
-  { path: "/api/v1/reconcile", module: m21 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/legal-hold", module: m22 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/reconcile", module: m23 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/resolve", module: m24 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]/reveal", module: m25 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records/[id]", module: m26 as RouteModuleEntry["module"] },
-  { path: "/api/v1/records", module: m27 as RouteModuleEntry["module"] },
-  { path: "/api/v1/redis/stores/[store]/census", module: m28 as RouteModuleEntry["module"] },
-  { path: "/api/v1/redis/stores/[store]/keys", module: m29 as RouteModuleEntry["module"] },
-  { path: "/api/v1/redis/stores/[store]/release-bulk", module: m30 as RouteModuleEntry["module"] },
-  { path: "/api/v1/redis/stores/[store]/release", module: m31 as RouteModuleEntry["module"] },
-  { path: "/api/v1/redis/stores/[store]/wedged", module: m32 as RouteModuleEntry["module"] },
-  { path: "/api/v1/redis/stores", module: m33 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/dry-run", module: m34 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/policies/[id]", module: m35 as RouteModuleEntry["module"] },
-  { path: "/api/v1/retention/policies", module: m36 as RouteModuleEntry["module"] },
-  { path: "/api/v1/session", module: m37 as RouteModuleEntry["module"] },
-  { path: "/api/v1/stats/overview", module: m38 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens/[id]", module: m39 as RouteModuleEntry["module"] },
-  { path: "/api/v1/tokens", module: m40 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]", module: m41 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users/[id]/sessions", module: m42 as RouteModuleEntry["module"] },
-  { path: "/api/v1/users", module: m43 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views/[id]", module: m44 as RouteModuleEntry["module"] },
-  { path: "/api/v1/views", module: m45 as RouteModuleEntry["module"] },
+  { path: "/api/v1/insights/alerts/acknowledge", module: m14 as RouteModuleEntry["module"] },
+  { path: "/api/v1/insights/alerts", module: m15 as RouteModuleEntry["module"] },
+  { path: "/api/v1/insights/key-quality", module: m16 as RouteModuleEntry["module"] },
+  { path: "/api/v1/insights/retention", module: m17 as RouteModuleEntry["module"] },
+  { path: "/api/v1/legal-holds/[id]/lift", module: m18 as RouteModuleEntry["module"] },
+  { path: "/api/v1/legal-holds", module: m19 as RouteModuleEntry["module"] },
+  { path: "/api/v1/me/preferences", module: m20 as RouteModuleEntry["module"] },
+  { path: "/api/v1/purges/[id]/cancel", module: m21 as RouteModuleEntry["module"] },
+  { path: "/api/v1/purges/[id]", module: m22 as RouteModuleEntry["module"] },
+  { path: "/api/v1/purges", module: m23 as RouteModuleEntry["module"] },
+  { path: "/api/v1/queue", module: m24 as RouteModuleEntry["module"] },
+  { path: "/api/v1/reconcile", module: m25 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/legal-hold", module: m26 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/reconcile", module: m27 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/resolve", module: m28 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/reveal", module: m29 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]", module: m30 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records/[id]/story", module: m31 as RouteModuleEntry["module"] },
+  { path: "/api/v1/records", module: m32 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/census", module: m33 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/keys", module: m34 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/release-bulk", module: m35 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/release", module: m36 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores/[store]/wedged", module: m37 as RouteModuleEntry["module"] },
+  { path: "/api/v1/redis/stores", module: m38 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/dry-run", module: m39 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/policies/[id]", module: m40 as RouteModuleEntry["module"] },
+  { path: "/api/v1/retention/policies", module: m41 as RouteModuleEntry["module"] },
+  { path: "/api/v1/session", module: m42 as RouteModuleEntry["module"] },
+  { path: "/api/v1/stats/overview", module: m43 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens/[id]", module: m44 as RouteModuleEntry["module"] },
+  { path: "/api/v1/tokens", module: m45 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]", module: m46 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users/[id]/sessions", module: m47 as RouteModuleEntry["module"] },
+  { path: "/api/v1/users", module: m48 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views/[id]", module: m49 as RouteModuleEntry["module"] },
+  { path: "/api/v1/views", module: m50 as RouteModuleEntry["module"] },
 ];

@@ -11,8 +11,9 @@ import { processWorkerId, workInBackground } from "@/lib/retention/worker";
  *      `confirm` must be the number of records the purge deletes (the dry run's count for
  *      the same asOf). 409 when a purge is in progress or the confirmation does not match.
  */
-export const GET = apiRoute({ access: "stats.read", summary: "List purge runs (newest first) and the active one", query: listRunsQuerySchema }, async ({ db, query }) =>
-  jsonResponse(await listRuns(db.prisma, query)),
+export const GET = apiRoute(
+  { access: "stats.read", summary: "List purge runs (newest first) and the active one", query: listRunsQuerySchema },
+  async ({ db, query }) => jsonResponse(await listRuns(db.prisma, query)),
 );
 
 export const POST = apiRoute(
@@ -24,7 +25,7 @@ export const POST = apiRoute(
     idempotent: true,
   },
   async ({ db, principal, body, meta }) => {
-    const run = await startPurge(db.prisma, principal!, body, { workerId: processWorkerId(), leaseSeconds: purgeLeaseSeconds() }, meta);
+    const run = await startPurge(db.prisma, principal, body, { workerId: processWorkerId(), leaseSeconds: purgeLeaseSeconds() }, meta);
     void workInBackground(db, run.id);
     return jsonResponse({ run }, { status: 202, headers: { location: `/api/v1/purges/${run.id}` } });
   },

@@ -18,7 +18,7 @@ export const POST = apiRoute(
     summary: "Check up to 100 records with their providers (typed confirmation)",
     body: bulkReconcileBodySchema,
   },
-  async ({ body, principal, db, meta }) => jsonResponse(await reconcileBulk(db, principal!, body, { request: meta })),
+  async ({ body, principal, db, meta }) => jsonResponse(await reconcileBulk(db, principal, body, { request: meta })),
 );
 
 const refuse = methodNotAllowed(["POST"]);

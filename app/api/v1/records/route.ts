@@ -7,8 +7,14 @@ import { searchQuerySchema, searchRecords } from "@/lib/records/search";
  * Search by key, scope, provider reference/request id, correlation id or resource id;
  * newest first, keyset-paginated. No response bodies here (see /api/v1/records/{id}).
  */
-export const GET = apiRoute({ access: "records.read", summary: "Search records by key, scope, provider reference/request id, correlation or resource id", query: searchQuerySchema }, async ({ query, db }) =>
-  jsonResponse(await searchRecords(db.sql, query)),
+export const GET = apiRoute(
+  {
+    access: "records.read",
+    summary: "Search records by key, scope, provider reference/request id, correlation or resource id",
+    query: searchQuerySchema,
+    reads: "replica",
+  },
+  async ({ query, read }) => jsonResponse(await searchRecords(read.sql, query)),
 );
 
 const refuse = methodNotAllowed(["GET"]);

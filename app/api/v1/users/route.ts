@@ -4,7 +4,7 @@ import { createUser, createUserInputSchema, listUsers } from "@/lib/auth/users";
 
 /** Every console user (never a password hash). */
 export const GET = apiRoute({ access: "users.manage", summary: "List console users" }, async ({ db, principal }) => {
-  const users = await listUsers(db.prisma, principal!);
+  const users = await listUsers(db.prisma, principal);
   return jsonResponse({ users });
 });
 
@@ -15,7 +15,7 @@ export const GET = apiRoute({ access: "users.manage", summary: "List console use
 export const POST = apiRoute(
   { access: "users.manage", summary: "Invite a console user", body: createUserInputSchema, action: "users.create" },
   async ({ db, principal, body, meta }) => {
-    const user = await createUser(db.prisma, principal!, body, meta);
+    const user = await createUser(db.prisma, principal, body, meta);
     return jsonResponse({ user }, { status: 201 });
   },
 );

@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { getRun } from "@/lib/retention/runs";
 
 /** GET /api/v1/purges/{id} — one run's progress: state, phase, watermarks, deleted vs estimated, batches, heartbeat. */

@@ -20,7 +20,7 @@ export const POST = apiRoute(
     idempotent: true,
   },
   async ({ db, principal, body, meta }) => {
-    const policy = await createPolicy(db.prisma, principal!, body, meta);
+    const policy = await createPolicy(db.prisma, principal, body, meta);
     return jsonResponse({ policy }, { status: 201, headers: { location: `/api/v1/retention/policies/${policy.id}` } });
   },
 );

@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { revokeApiToken, revokeTokenBodySchema } from "@/lib/auth/token-admin";
 
 /**
@@ -10,7 +10,7 @@ import { revokeApiToken, revokeTokenBodySchema } from "@/lib/auth/token-admin";
 export const DELETE = apiRoute(
   { access: "tokens.own", summary: "Revoke an API token", params: idParamsSchema, body: revokeTokenBodySchema, action: "tokens.revoke" },
   async ({ params, db, principal, body, meta }) => {
-    const result = await revokeApiToken(db.prisma, principal!, { tokenId: params.id, reason: body.reason }, meta);
+    const result = await revokeApiToken(db.prisma, principal, { tokenId: params.id, reason: body.reason }, meta);
     return jsonResponse(result);
   },
 );

@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { updateUser, updateUserBodySchema } from "@/lib/auth/users";
 
 /**
@@ -10,9 +10,15 @@ import { updateUser, updateUserBodySchema } from "@/lib/auth/users";
  * leave no active admin.
  */
 export const PATCH = apiRoute(
-  { access: "users.manage", summary: "Change a user's roles, disable or enable them", params: idParamsSchema, body: updateUserBodySchema, action: "users.update" },
+  {
+    access: "users.manage",
+    summary: "Change a user's roles, disable or enable them",
+    params: idParamsSchema,
+    body: updateUserBodySchema,
+    action: "users.update",
+  },
   async ({ params, db, principal, body, meta }) => {
-    const result = await updateUser(db.prisma, principal!, { userId: params.id, ...body }, meta);
+    const result = await updateUser(db.prisma, principal, { userId: params.id, ...body }, meta);
     return jsonResponse(result);
   },
 );

@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { approveCompensation, decisionBodySchema } from "@/lib/compensations";
 
 /**
@@ -17,8 +17,7 @@ export const POST = apiRoute(
     params: idParamsSchema,
     body: decisionBodySchema,
   },
-  async ({ params, body, principal, db, meta }) =>
-    jsonResponse(await approveCompensation({ database: db, principal: principal!, request: meta }, params.id, body.reason)),
+  async ({ params, body, principal, db, meta }) => jsonResponse(await approveCompensation({ database: db, principal, request: meta }, params.id, body.reason)),
 );
 
 const refuse = methodNotAllowed(["POST"]);

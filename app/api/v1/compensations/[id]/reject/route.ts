@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { decisionBodySchema, rejectCompensation } from "@/lib/compensations";
 
 /** POST /api/v1/compensations/{id}/reject  { reason }: 403 for the requester, 409 unless requested. */
@@ -13,8 +13,7 @@ export const POST = apiRoute(
     params: idParamsSchema,
     body: decisionBodySchema,
   },
-  async ({ params, body, principal, db, meta }) =>
-    jsonResponse(await rejectCompensation({ database: db, principal: principal!, request: meta }, params.id, body.reason)),
+  async ({ params, body, principal, db, meta }) => jsonResponse(await rejectCompensation({ database: db, principal, request: meta }, params.id, body.reason)),
 );
 
 const refuse = methodNotAllowed(["POST"]);

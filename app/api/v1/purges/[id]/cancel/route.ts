@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { cancelPurge, cancelPurgeBodySchema } from "@/lib/retention/runs";
 import { wakePurge } from "@/lib/retention/worker";
 
@@ -12,7 +12,7 @@ import { wakePurge } from "@/lib/retention/worker";
 export const POST = apiRoute(
   { access: "purges.run", summary: "Cancel a purge run", params: idParamsSchema, body: cancelPurgeBodySchema, action: "purges.cancel", idempotent: true },
   async ({ db, principal, params, body, meta }) => {
-    const result = await cancelPurge(db.prisma, principal!, params.id, body.reason, meta);
+    const result = await cancelPurge(db.prisma, principal, params.id, body.reason, meta);
     wakePurge(params.id);
     return jsonResponse(result);
   },

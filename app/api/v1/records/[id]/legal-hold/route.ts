@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { RECORD_HOLD_ACTION, recordHoldBodySchema, setRecordHold } from "@/lib/retention/legal-holds";
 
 /**
@@ -17,7 +17,7 @@ export const POST = apiRoute(
     action: RECORD_HOLD_ACTION,
     idempotent: true,
   },
-  async ({ db, principal, params, body, meta }) => jsonResponse(await setRecordHold(db.prisma, principal!, params.id, body, meta)),
+  async ({ db, principal, params, body, meta }) => jsonResponse(await setRecordHold(db.prisma, principal, params.id, body, meta)),
 );
 
 const refuse = methodNotAllowed(["POST"]);

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema, reasonSchema } from "@/lib/api/schemas";
+import { idParamsSchema, reasonSchema } from "@/lib/kernel/input";
 import { RECONCILE_ACTION, reconcileRecord } from "@/lib/reconcile/core";
 
 /**
@@ -19,7 +19,7 @@ export const POST = apiRoute(
     params: idParamsSchema,
     body: z.object({ reason: reasonSchema }).strict(),
   },
-  async ({ params, body, principal, db, meta }) => jsonResponse(await reconcileRecord(db, params.id, principal!, { reason: body.reason, request: meta })),
+  async ({ params, body, principal, db, meta }) => jsonResponse(await reconcileRecord(db, params.id, principal, { reason: body.reason, request: meta })),
 );
 
 const refuse = methodNotAllowed(["POST"]);

@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { RESOLVE_ACTION, resolveBodySchema, resolveRecord } from "@/lib/records/resolve";
 
 /**
@@ -19,7 +19,7 @@ export const POST = apiRoute(
     params: idParamsSchema,
     body: resolveBodySchema,
   },
-  async ({ params, body, principal, db, meta }) => jsonResponse(await resolveRecord(db, principal!, params.id, body, meta)),
+  async ({ params, body, principal, db, meta }) => jsonResponse(await resolveRecord(db, principal, params.id, body, meta)),
 );
 
 const refuse = methodNotAllowed(["POST"]);

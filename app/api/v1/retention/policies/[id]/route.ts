@@ -1,6 +1,6 @@
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
-import { idParamsSchema } from "@/lib/api/schemas";
+import { idParamsSchema } from "@/lib/kernel/input";
 import { deletePolicy, deletePolicyBodySchema, updatePolicy, updatePolicyBodySchema } from "@/lib/retention/policies";
 
 /**
@@ -18,7 +18,7 @@ export const PUT = apiRoute(
     action: "retention.policies.update",
     idempotent: true,
   },
-  async ({ db, principal, params, body, meta }) => jsonResponse({ policy: await updatePolicy(db.prisma, principal!, params.id, body, meta) }),
+  async ({ db, principal, params, body, meta }) => jsonResponse({ policy: await updatePolicy(db.prisma, principal, params.id, body, meta) }),
 );
 
 export const DELETE = apiRoute(
@@ -30,7 +30,7 @@ export const DELETE = apiRoute(
     action: "retention.policies.delete",
     idempotent: true,
   },
-  async ({ db, principal, params, body, meta }) => jsonResponse({ policy: await deletePolicy(db.prisma, principal!, params.id, body.reason, meta) }),
+  async ({ db, principal, params, body, meta }) => jsonResponse({ policy: await deletePolicy(db.prisma, principal, params.id, body.reason, meta) }),
 );
 
 const refuse = methodNotAllowed(["PUT", "DELETE"]);

@@ -9,7 +9,12 @@ import { censusQuerySchema, storeCensus } from "@/lib/redis/views";
  * the whole pattern: seconds for a million keys). 503 when Redis is unreachable.
  */
 export const GET = apiRoute(
-  { access: "stats.read", summary: "Census of one Redis key store (counts by state and status, TTLs, wedged, flags)", params: storeParamsSchema, query: censusQuerySchema },
+  {
+    access: "stats.read",
+    summary: "Census of one Redis key store (counts by state and status, TTLs, wedged, flags)",
+    params: storeParamsSchema,
+    query: censusQuerySchema,
+  },
   async ({ params, query }) => jsonResponse(await storeCensus(storeNamed(params.store), query.refresh)),
 );
 

@@ -18,7 +18,7 @@ export const POST = apiRoute(
     params: storeParamsSchema,
     body: releaseBodySchema,
   },
-  async ({ params, body, principal, db, meta }) => jsonResponse(await releaseKey(db, storeNamed(params.store), principal!, body, meta)),
+  async ({ params, body, principal, db, meta }) => jsonResponse(await releaseKey(db, storeNamed(params.store), principal, body, meta)),
 );
 
 const refuse = methodNotAllowed(["POST"]);

@@ -1,14 +1,19 @@
-import { csvCell } from "../audit/query";
-
 /**
- * CSV for every export (RFC 4180, CRLF line ends). One cell rule for the whole
- * console: csvCell (lib/audit/query.ts, where the audit export introduced it) quotes
- * cells holding a comma, quote, CR or LF, doubles quotes, and puts a single quote in
- * front of a cell a spreadsheet would run as a formula (= + - @, leading tab or CR).
- * This module adds typed columns, value conversion and the streamed response.
+ * CSV for every export (RFC 4180, CRLF line ends), with one cell rule for the whole
+ * console (csvCell), typed columns, value conversion and the streamed response.
  */
 
-export { csvCell };
+/**
+ * One CSV cell (RFC 4180): quoted when it holds a comma, quote, CR or LF, quotes
+ * doubled. A cell a spreadsheet would run as a formula (= + - @, or a leading
+ * tab/CR) gets a leading single quote, so opening the export runs nothing.
+ */
+export function csvCell(value: string | null | undefined): string {
+  if (value === null || value === undefined) return "";
+  let s = value;
+  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
 
 export type CsvValue = string | number | bigint | boolean | Date | null | undefined | readonly unknown[] | Record<string, unknown>;
 

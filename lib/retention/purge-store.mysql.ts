@@ -1,0 +1,217 @@
+import { MYSQL } from "../db/dialect";
+import { Params, type Statement } from "../db/params";
+import { execute, type SqlExecutor } from "../db/sql";
+import {
+  eventEligibleSql,
+  eventProtections,
+  eventUnprotectedSql,
+  eventWindowSql,
+  recordEligibleSql,
+  recordProtections,
+  recordUnprotectedSql,
+  recordWindowSql,
+} from "./eligibility.mysql";
+import type { EventProtection, RecordProtection } from "./eligibility";
+import type { PurgedRecord, PurgeStore, SampleRecord, WindowCounts } from "./purge-store";
+import type { PolicyRule } from "./rules";
+
+/**
+ * The purge's statements in MySQL / MariaDB (ADR 0012), with THE condition of
+ * eligibility.mysql.ts. No RETURNING and no data-modifying CTEs, so a batch is several
+ * statements in the batch's transaction (READ COMMITTED: each reads the latest committed rows):
+ *
+ *   records: the next eligible ids of the window by a plain read (no lock: a row a writer holds
+ *   or has just inserted is neither waited for nor locked unless it is a candidate) → those ids
+ *   locked by primary key (FOR UPDATE: record locks only, no gap locks in READ COMMITTED, so a
+ *   writer's INSERT never waits) → the locked rows' operation and expiry read → DELETE by id
+ *   with THE condition again (a compensation, an outbox message or a reconciliation item
+ *   committed meanwhile protects the row; one not yet committed waits for the row lock — its
+ *   foreign key check — and then finds the row gone) → what is left of them read again: the
+ *   deleted rows are the difference.
+ *   events (append-only): the same without the separate lock — the DELETE by id locks them.
+ *
+ * A batch's candidates are read by primary key (FORCE INDEX): the window bounds what a batch
+ * reads whatever the optimizer makes of THE condition — left to itself, MariaDB walks the
+ * legal-hold index (legal_hold = 0, id in order) from its start, which is the whole table for
+ * the last windows. Every statement that names the target table in THE condition qualifies its
+ * columns with the table's own name (MariaDB's single-table DELETE takes no alias).
+ */
+
+const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+const ids = (rows: { id: bigint | number }[]) => rows.map((r) => BigInt(r.id));
+
+/** Every eligible record id, ascending (for tests and small tables). */
+export function eligibleRecordIdsSql(rules: readonly PolicyRule[], asOf: Date): Statement {
+  const p = new Params(MYSQL);
+  return { text: `SELECT r.id FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, p)} ORDER BY r.id`, values: p.values };
+}
+
+export function eligibleEventIdsSql(rules: readonly PolicyRule[], asOf: Date): Statement {
+  const p = new Params(MYSQL);
+  return { text: `SELECT e.id FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, p)} ORDER BY e.id`, values: p.values };
+}
+
+/** The records batch's candidates: the next `batchSize` eligible ids in (lo, hi] (exported for EXPLAIN in tests). */
+export function recordCandidatesSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Statement {
+  const p = new Params(MYSQL);
+  const from = p.bigint(lo);
+  const upTo = p.bigint(hi);
+  return {
+    text: `SELECT r.id FROM idempotency_records r FORCE INDEX (PRIMARY)
+            WHERE r.id > ${from} AND r.id <= ${upTo} AND ${recordEligibleSql(rules, asOf, p, "r")}
+            ORDER BY r.id LIMIT ${Math.floor(batchSize)}`,
+    values: p.values,
+  };
+}
+
+/** The events batch's candidates, as for records (exported for EXPLAIN in tests). */
+export function eventCandidatesSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Statement {
+  const p = new Params(MYSQL);
+  const from = p.bigint(lo);
+  const upTo = p.bigint(hi);
+  return {
+    text: `SELECT e.id FROM idempotency_events e FORCE INDEX (PRIMARY)
+            WHERE e.id > ${from} AND e.id <= ${upTo} AND ${eventEligibleSql(rules, asOf, p, "e")}
+            ORDER BY e.id LIMIT ${Math.floor(batchSize)}`,
+    values: p.values,
+  };
+}
+
+/** DELETE of those of `ids` still eligible in `table` (THE condition, qualified by the table's name; exported for EXPLAIN in tests). */
+export function deleteStillEligibleSql(
+  table: "idempotency_records" | "idempotency_events",
+  rules: readonly PolicyRule[],
+  asOf: Date,
+  list: readonly bigint[],
+): Statement {
+  const p = new Params(MYSQL);
+  const within = p.list(list);
+  const eligible = table === "idempotency_records" ? recordEligibleSql(rules, asOf, p, table) : eventEligibleSql(rules, asOf, p, table);
+  return { text: `DELETE FROM ${table} WHERE ${table}.id IN (${within}) AND ${eligible}`, values: p.values };
+}
+
+/** Deletes those of `candidates` still eligible; the ids it deleted (the candidates minus what is still there). */
+async function deleteStillEligible(
+  ex: SqlExecutor,
+  table: "idempotency_records" | "idempotency_events",
+  rules: readonly PolicyRule[],
+  asOf: Date,
+  candidates: readonly bigint[],
+): Promise<Set<bigint>> {
+  const d = deleteStillEligibleSql(table, rules, asOf, candidates);
+  const { affectedRows } = await execute(ex, d.text, d.values);
+  if (affectedRows === candidates.length) return new Set(candidates);
+  const p = new Params(MYSQL);
+  const left = new Set(ids(await ex.query<{ id: bigint }>(`SELECT id FROM ${table} WHERE id IN (${p.list(candidates)})`, p.values)));
+  return new Set(candidates.filter((id) => !left.has(id)));
+}
+
+const counted = (n: bigint | number | string | null | undefined) => BigInt(n ?? 0);
+
+function countsRow<Reason extends string>(row: Record<string, bigint | number | string | null>, reasons: readonly Reason[]): WindowCounts<Reason> {
+  const out = { past: counted(row.past), eligible: counted(row.eligible) } as WindowCounts<Reason>;
+  for (const r of reasons) (out as Record<string, bigint>)[r] = counted(row[r]);
+  return out;
+}
+
+export function mysqlPurgeStore(ex: SqlExecutor): PurgeStore {
+  return {
+    async recordWindowCounts(rules, only, asOf) {
+      // The select list has no parameters; the window's come after it, in order.
+      const rp = new Params(MYSQL);
+      const protections = recordProtections();
+      const [row] = await ex.query<Record<string, bigint>>(
+        `SELECT count(*) AS past, count(CASE WHEN ${recordUnprotectedSql("r")} THEN 1 END) AS eligible,
+            ${protections.map(([reason, sql]) => `count(CASE WHEN ${sql("r")} THEN 1 END) AS "${reason}"`).join(", ")}
+       FROM idempotency_records r WHERE ${recordWindowSql(rules, asOf, rp, "r", only)}`,
+        rp.values,
+      );
+      return countsRow<RecordProtection>(
+        row,
+        protections.map(([reason]) => reason),
+      );
+    },
+    async eventWindowCounts(rules, only, asOf) {
+      const ep = new Params(MYSQL);
+      const protections = eventProtections();
+      const [row] = await ex.query<Record<string, bigint>>(
+        `SELECT count(*) AS past, count(CASE WHEN ${eventUnprotectedSql("e")} THEN 1 END) AS eligible,
+            ${protections.map(([reason, sql]) => `count(CASE WHEN ${sql("e")} THEN 1 END) AS "${reason}"`).join(", ")}
+       FROM idempotency_events e WHERE ${eventWindowSql(rules, asOf, ep, "e", only)}`,
+        ep.values,
+      );
+      return countsRow<EventProtection>(
+        row,
+        protections.map(([reason]) => reason),
+      );
+    },
+    sampleRecords(rules, only, asOf, limit) {
+      const sp = new Params(MYSQL);
+      return ex.query<SampleRecord>(
+        `SELECT r.id, r.scope, r.operation, r.status, r.expires_at AS "expiresAt" FROM idempotency_records r
+            WHERE ${recordEligibleSql(rules, asOf, sp, "r", only)} ORDER BY r.id LIMIT ${Math.floor(limit)}`,
+        sp.values,
+      );
+    },
+    async countEligibleRecords(rules, asOf) {
+      const rp = new Params(MYSQL);
+      const [r] = await ex.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp)}`, rp.values);
+      return counted(r.n);
+    },
+    async countEligibleEvents(rules, asOf) {
+      const ep = new Params(MYSQL);
+      const [e] = await ex.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep)}`, ep.values);
+      return counted(e.n);
+    },
+
+    async maxRecordId() {
+      const rows = await ex.query<{ m: bigint | null }>(`SELECT max(id) AS m FROM idempotency_records`);
+      return rows[0]?.m === null || rows[0]?.m === undefined ? null : BigInt(rows[0].m);
+    },
+    async maxEventId() {
+      const rows = await ex.query<{ m: bigint | null }>(`
+          SELECT LEAST(COALESCE((SELECT max(id) FROM idempotency_events), 0),
+                       COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)) AS m`);
+      return rows[0]?.m === null || rows[0]?.m === undefined ? null : BigInt(rows[0].m);
+    },
+    async withShortLockWaits(fn) {
+      // No SET LOCAL on MySQL: the session's value is set for the batch and put back after it
+      // (the connection goes back to the pool). Row waits only: the batch takes no metadata locks.
+      const [{ t }] = await ex.query<{ t: bigint | number }>(`SELECT @@SESSION.innodb_lock_wait_timeout AS t`);
+      const before = Math.max(1, Math.floor(Number(t)));
+      await ex.exec(`SET SESSION innodb_lock_wait_timeout = 5`);
+      try {
+        return await fn();
+      } finally {
+        await ex.exec(`SET SESSION innodb_lock_wait_timeout = ${before}`).catch(() => {});
+      }
+    },
+    async lockEligibleRecords(rules, asOf, lo, hi, batchSize) {
+      const q = recordCandidatesSql(rules, asOf, lo, hi, batchSize);
+      const candidates = ids(await ex.query<{ id: bigint }>(q.text, q.values));
+      if (candidates.length === 0) return [];
+      // Record locks on exactly these rows (by primary key); one deleted meanwhile is simply not there.
+      const p = new Params(MYSQL);
+      await ex.query(`SELECT id FROM idempotency_records WHERE id IN (${p.list(candidates)}) ORDER BY id FOR UPDATE`, p.values);
+      return candidates.sort(byId);
+    },
+    async deleteEligibleRecords(rules, asOf, candidates) {
+      if (candidates.length === 0) return [];
+      // What the census needs of them, read under our row locks (nobody changes them before the DELETE).
+      const p = new Params(MYSQL);
+      const locked = await ex.query<PurgedRecord>(
+        `SELECT id, operation, expires_at AS "expiresAt" FROM idempotency_records WHERE id IN (${p.list(candidates)}) ORDER BY id`,
+        p.values,
+      );
+      const deleted = await deleteStillEligible(ex, "idempotency_records", rules, asOf, candidates);
+      return locked.filter((r) => deleted.has(BigInt(r.id))).map((r) => ({ ...r, id: BigInt(r.id) }));
+    },
+    async deleteEligibleEvents(rules, asOf, lo, hi, batchSize) {
+      const q = eventCandidatesSql(rules, asOf, lo, hi, batchSize);
+      const candidates = ids(await ex.query<{ id: bigint }>(q.text, q.values));
+      if (candidates.length === 0) return [];
+      const deleted = await deleteStillEligible(ex, "idempotency_events", rules, asOf, candidates);
+      return candidates.filter((id) => deleted.has(id));
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import { Params, type Statement } from "../db/params";
+import type { SqlExecutor } from "../db/sql";
+import {
+  eventEligibleSql,
+  eventProtections,
+  eventUnprotectedSql,
+  eventWindowSql,
+  recordEligibleSql,
+  recordProtections,
+  recordUnprotectedSql,
+  recordWindowSql,
+} from "./eligibility.postgres";
+import type { EventProtection, RecordProtection } from "./eligibility";
+import type { PurgedRecord, PurgeStore, SampleRecord, WindowCounts } from "./purge-store";
+import type { PolicyRule } from "./rules";
+
+/** Every eligible record id, ascending (for tests and small tables). */
+export function eligibleRecordIdsSql(rules: readonly PolicyRule[], asOf: Date): Statement {
+  const p = new Params();
+  return { text: `SELECT r.id FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, p)} ORDER BY r.id`, values: p.values };
+}
+
+export function eligibleEventIdsSql(rules: readonly PolicyRule[], asOf: Date): Statement {
+  const p = new Params();
+  return { text: `SELECT e.id FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, p)} ORDER BY e.id`, values: p.values };
+}
+
+/** The records batch's candidate SELECT … FOR UPDATE (exported for EXPLAIN in tests and the bench). */
+export function recordCandidatesSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Statement {
+  const p = new Params();
+  const from = p.bigint(lo);
+  const upTo = p.bigint(hi);
+  return {
+    text: `SELECT r.id FROM idempotency_records r
+            WHERE r.id > ${from} AND r.id <= ${upTo} AND ${recordEligibleSql(rules, asOf, p, "r")}
+            ORDER BY r.id LIMIT ${Math.floor(batchSize)} FOR UPDATE OF r`,
+    values: p.values,
+  };
+}
+
+/** The events batch's DELETE (append-only rows: what the subquery selects is what is deleted, in one snapshot). */
+export function eventDeleteSql(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Statement {
+  const p = new Params();
+  const from = p.bigint(lo);
+  const upTo = p.bigint(hi);
+  return {
+    text: `DELETE FROM idempotency_events x WHERE x.id IN (
+             SELECT e.id FROM idempotency_events e
+              WHERE e.id > ${from} AND e.id <= ${upTo} AND ${eventEligibleSql(rules, asOf, p, "e")}
+              ORDER BY e.id LIMIT ${Math.floor(batchSize)})
+           RETURNING x.id`,
+    values: p.values,
+  };
+}
+
+export function postgresPurgeStore(ex: SqlExecutor): PurgeStore {
+  return {
+    async recordWindowCounts(rules, only, asOf) {
+      const rp = new Params();
+      const [row] = await ex.query<WindowCounts<RecordProtection>>(
+        `SELECT count(*)::bigint AS past, count(*) FILTER (WHERE ${recordUnprotectedSql("r")})::bigint AS eligible,
+            ${recordProtections()
+              .map(([reason, sql]) => `count(*) FILTER (WHERE ${sql("r")})::bigint AS "${reason}"`)
+              .join(", ")}
+       FROM idempotency_records r WHERE ${recordWindowSql(rules, asOf, rp, "r", only)}`,
+        rp.values,
+      );
+      return row;
+    },
+    async eventWindowCounts(rules, only, asOf) {
+      const ep = new Params();
+      const [row] = await ex.query<WindowCounts<EventProtection>>(
+        `SELECT count(*)::bigint AS past, count(*) FILTER (WHERE ${eventUnprotectedSql("e")})::bigint AS eligible,
+            ${eventProtections()
+              .map(([reason, sql]) => `count(*) FILTER (WHERE ${sql("e")})::bigint AS "${reason}"`)
+              .join(", ")}
+       FROM idempotency_events e WHERE ${eventWindowSql(rules, asOf, ep, "e", only)}`,
+        ep.values,
+      );
+      return row;
+    },
+    async sampleRecords(rules, only, asOf, limit) {
+      const sp = new Params();
+      return ex.query<SampleRecord>(
+        `SELECT r.id, r.scope, r.operation, r.status, r.expires_at AS "expiresAt" FROM idempotency_records r
+            WHERE ${recordEligibleSql(rules, asOf, sp, "r", only)} ORDER BY r.id LIMIT ${Math.floor(limit)}`,
+        sp.values,
+      );
+    },
+    async countEligibleRecords(rules, asOf) {
+      const rp = new Params();
+      const [r] = await ex.query<{ n: bigint }>(
+        `SELECT count(*)::bigint AS n FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp)}`,
+        rp.values,
+      );
+      return r.n;
+    },
+    async countEligibleEvents(rules, asOf) {
+      const ep = new Params();
+      const [e] = await ex.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep)}`, ep.values);
+      return e.n;
+    },
+
+    async maxRecordId() {
+      const rows = await ex.query<{ m: bigint | null }>(`SELECT max(id) AS m FROM idempotency_records`);
+      return rows[0]?.m ?? null;
+    },
+    async maxEventId() {
+      const rows = await ex.query<{ m: bigint | null }>(`
+          SELECT LEAST(COALESCE((SELECT max(id) FROM idempotency_events), 0),
+                       COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)) AS m`);
+      return rows[0]?.m ?? null;
+    },
+    async withShortLockWaits(fn) {
+      await ex.exec(`SET LOCAL lock_timeout = '5s'`);
+      return fn();
+    },
+    async lockEligibleRecords(rules, asOf, lo, hi, batchSize) {
+      const q = recordCandidatesSql(rules, asOf, lo, hi, batchSize);
+      const locked = await ex.query<{ id: bigint }>(q.text, q.values);
+      return locked.map((x) => BigInt(x.id));
+    },
+    async deleteEligibleRecords(rules, asOf, ids) {
+      // A second statement, so its snapshot is taken after the row locks: THE condition again.
+      const d = new Params();
+      const list = `${d.add(`{${ids.join(",")}}`)}::bigint[]`;
+      return ex.query<PurgedRecord>(
+        `DELETE FROM idempotency_records r WHERE r.id = ANY (${list}) AND ${recordEligibleSql(rules, asOf, d, "r")}
+     RETURNING r.id, r.operation, r.expires_at AS "expiresAt"`,
+        d.values,
+      );
+    },
+    async deleteEligibleEvents(rules, asOf, lo, hi, batchSize) {
+      const q = eventDeleteSql(rules, asOf, lo, hi, batchSize);
+      const deleted = await ex.query<{ id: bigint }>(q.text, q.values);
+      return deleted.map((x) => BigInt(x.id));
+    },
+  };
+}

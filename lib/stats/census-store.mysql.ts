@@ -1,0 +1,364 @@
+import { MYSQL } from "../db/dialect";
+import { Params, type Statement } from "../db/params";
+import type { SqlExecutor } from "../db/sql";
+import type { AppliedChanges, CensusDriftRow, CensusStore, ExpiryInterval } from "./census-store";
+import { bin, inSlices, RECORDS_STATE, ROWS_PER_INSERT, valuesSql, watermarkSql } from "./rollup-store.mysql";
+
+/**
+ * The record census's statements on MySQL / MariaDB (what they keep and why: census.ts; what
+ * differs from PostgreSQL: rollup-store.mysql.ts). PostgreSQL applies a batch in one statement
+ * of data-modifying CTEs over the services' tables; here the records and members a batch
+ * touches are read with one plain SELECT (the writer's REPEATABLE READ snapshot, which
+ * follows the writers' lock), the changes computed in the process, and the members and the
+ * census written by primary key with those values. Every write runs under the writers' lock,
+ * so the census rows read before a write are still what they are when it is written. No
+ * LATERAL (MariaDB has none): primary-key probes are joins from the few touched ids.
+ */
+
+const HOUR_MS = 3_600_000;
+/** The UTC hour a DATETIME is in (as a DATETIME). */
+export const CENSUS_HOUR_SQL = (column: string) => bin(column, 3600);
+
+/**
+ * The records touched since the last refresh, as `id`: those of the events above the
+ * watermark (a primary-key range: the watermark subquery is constant) and of the gaps
+ * (a probe each), and those above the record high-water mark.
+ */
+export const TOUCHED_SQL = `SELECT e.record_id AS id FROM idempotency_events e
+       WHERE e.id > ${watermarkSql("events")} AND e.record_id IS NOT NULL
+      UNION
+      SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
+       WHERE e.record_id IS NOT NULL
+      UNION
+      SELECT r.id FROM idempotency_records r WHERE r.id > ${watermarkSql(RECORDS_STATE)}`;
+
+/**
+ * For records `ids` (a subquery of id): +1 where each is now, −1 where its member is
+ * counted, as rows (operation, expires_at, n): a join from the ids, a primary-key probe each.
+ */
+const correctionSql = (ids: string) => `SELECT r.operation AS operation, r.expires_at AS expires_at, 1 AS n FROM (${ids}) t
+         JOIN idempotency_records r ON r.id = t.id
+        UNION ALL
+        SELECT m.operation, m.expires_hour, -1 FROM (${ids}) t
+         JOIN record_census_members m ON m.record_id = t.id`;
+
+/**
+ * Exact record counts per interval of expires_at and per operation, in one statement (InnoDB
+ * reads a statement in one snapshot): the census's whole hours + the correction for touched
+ * records in those hours + the records in the partial hours at the interval's edges. Rows:
+ * { name, operation, n }; operations with none left out. Parameters bind in text order.
+ *
+ * The shape differs from PostgreSQL's where MariaDB would cost more: MariaDB computes a CTE
+ * again at every reference, so the whole hours of every interval are one join of the
+ * intervals (`iv`) with the census and with the correction, which is computed once; and a
+ * partial hour is one range of expires_at grouped by operation (a correlated count per
+ * operation, as PostgreSQL's, would read that range once per operation: MariaDB cannot
+ * range over (operation, expires_at) with the operation from the outer row). Without an
+ * operation filter that range reads the rows (expires_at's index has no operation), < 1
+ * hour of records each; with one, it is a range of (operation, expires_at) alone
+ * (EXPLAIN: test/record-census.test.ts).
+ */
+export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string } = {}): Statement {
+  const p = new Params(MYSQL);
+  const op = f.operation;
+  const whole: { name: string; lo: number; hi: number }[] = [];
+  const partial: { name: string; lo: number; hi: number }[] = [];
+  for (const iv of intervals) {
+    const lo = iv.from ? iv.from.getTime() : -Infinity;
+    const hi = iv.to ? iv.to.getTime() : Infinity;
+    if (!(lo < hi)) continue;
+    const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
+    const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
+    if (wholeLo < wholeHi) {
+      whole.push({ name: iv.name, lo: wholeLo, hi: wholeHi });
+      partial.push({ name: iv.name, lo, hi: wholeLo }, { name: iv.name, lo: wholeHi, hi });
+    } else {
+      partial.push({ name: iv.name, lo, hi });
+    }
+  }
+  const bound = (ms: number) => `CAST(${p.add(Number.isFinite(ms) ? new Date(ms) : null)} AS DATETIME(6))`;
+  const ivRows = whole.length
+    ? whole.map((w) => `SELECT ${p.add(w.name)} AS name, ${bound(w.lo)} AS lo, ${bound(w.hi)} AS hi`).join(" UNION ALL ")
+    : `SELECT NULL AS name, NULL AS lo, NULL AS hi FROM DUAL WHERE FALSE`;
+  const inIv = (col: string) => `(iv.lo IS NULL OR ${col} >= iv.lo) AND (iv.hi IS NULL OR ${col} < iv.hi)`;
+  const branches = [
+    `SELECT iv.name AS name, c.operation AS operation, c.count AS n FROM iv JOIN record_census c ON ${inIv("c.expires_hour")}${
+      op !== undefined ? ` AND c.operation = ${p.add(op)}` : ""
+    }`,
+    `SELECT iv.name, k.operation, k.n FROM (
+        ${correctionSql(TOUCHED_SQL)}
+      ) k JOIN iv ON ${inIv("k.expires_at")}${op !== undefined ? ` WHERE k.operation = ${p.add(op)}` : ""}`,
+  ];
+  for (const e of partial) {
+    if (!(e.lo < e.hi)) continue;
+    const name = p.add(e.name); // before the range's values: they bind in text order
+    const range = [
+      ...(Number.isFinite(e.lo) ? [`r.expires_at >= ${p.add(new Date(e.lo))}`] : []),
+      ...(Number.isFinite(e.hi) ? [`r.expires_at < ${p.add(new Date(e.hi))}`] : []),
+    ];
+    branches.push(
+      `SELECT ${name}, r.operation, COUNT(*) FROM idempotency_records r WHERE ${[...range, ...(op !== undefined ? [`r.operation = ${p.add(op)}`] : [])].join(" AND ")} GROUP BY r.operation`,
+    );
+  }
+  const text = `WITH iv AS (${ivRows})
+    SELECT x.name, x.operation, CAST(SUM(x.n) AS SIGNED) AS n FROM (
+      ${branches.join("\n      UNION ALL\n      ")}
+    ) x GROUP BY x.name, x.operation HAVING SUM(x.n) > 0`;
+  return { text, values: p.values };
+}
+
+/** The records a refresh batch looks at: of the events in (?, ?] and of the gaps, and the records in (?, ?]. */
+const REFRESHED_IDS_SQL = `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > ? AND e.id <= ? AND e.record_id IS NOT NULL
+         UNION
+         SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL
+         UNION
+         SELECT r.id FROM idempotency_records r WHERE r.id > ? AND r.id <= ?`;
+
+/**
+ * The sweep's slice: the record ids in [?, ?), and the members in the same id range
+ * (records gone since). Excludes the touched records (a refresh is about to apply them;
+ * they are not departures). Parameters: from, end, from, end.
+ */
+const SWEEP_IDS_SQL = `SELECT s.id FROM (
+      SELECT r.id FROM idempotency_records r WHERE r.id >= ? AND r.id < ?
+      UNION
+      SELECT m.record_id FROM record_census_members m WHERE m.record_id >= ? AND m.record_id < ?
+    ) s WHERE s.id NOT IN (SELECT t.id FROM (${TOUCHED_SQL}) t WHERE t.id IS NOT NULL)`;
+
+/** A JSON array of ids as rows of `id` (one parameter, whatever the length). */
+const JSON_IDS_SQL = `SELECT j.id FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) j`;
+
+/** What the census saw writers do outside the protocol, newest first (the overview). */
+export const DEPARTURES_SQL = `SELECT kind, records, first_seen_at AS "firstSeenAt", last_seen_at AS "lastSeenAt" FROM census_departures WHERE records > 0 ORDER BY last_seen_at DESC`;
+
+/** Per operation-hour: the census plus the correction for touched records vs a plain count over the records. */
+const CENSUS_DRIFT_SQL = `SELECT x.operation, x.expires_hour, CAST(SUM(x.had) AS SIGNED) AS had, CAST(SUM(x.should) AS SIGNED) AS should FROM (
+    SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, 0 AS had, COUNT(*) AS should FROM idempotency_records r GROUP BY r.operation, expires_hour
+    UNION ALL
+    SELECT c.operation, c.expires_hour, c.count, 0 FROM record_census c
+    UNION ALL
+    SELECT k.operation, ${CENSUS_HOUR_SQL("k.expires_at")}, k.n, 0 FROM (${correctionSql(TOUCHED_SQL)}) k
+  ) x GROUP BY x.operation, x.expires_hour HAVING SUM(x.had) <> SUM(x.should)
+  ORDER BY x.operation, x.expires_hour`;
+
+/** The records whose member differs from them (not counted, gone, moved), touched ones excepted: what a repair applies. */
+const MEMBER_DRIFT_SQL = `SELECT d.id FROM (
+    SELECT r.id FROM idempotency_records r LEFT JOIN record_census_members m ON m.record_id = r.id
+     WHERE m.record_id IS NULL OR r.operation <> m.operation OR ${CENSUS_HOUR_SQL("r.expires_at")} <> m.expires_hour
+    UNION ALL
+    SELECT m.record_id FROM record_census_members m LEFT JOIN idempotency_records r ON r.id = m.record_id WHERE r.id IS NULL
+  ) d WHERE d.id NOT IN (SELECT t.id FROM (${TOUCHED_SQL}) t WHERE t.id IS NOT NULL)`;
+
+/** The census against the members, per operation-hour (a census row edited by hand). */
+const AGGREGATE_DRIFT_SQL = `SELECT x.operation, x.expires_hour, CAST(SUM(x.had) AS SIGNED) AS had, CAST(SUM(x.should) AS SIGNED) AS should FROM (
+    SELECT m.operation, m.expires_hour, 0 AS had, COUNT(*) AS should FROM record_census_members m GROUP BY m.operation, m.expires_hour
+    UNION ALL
+    SELECT c.operation, c.expires_hour, c.count, 0 FROM record_census c
+  ) x GROUP BY x.operation, x.expires_hour HAVING SUM(x.had) <> SUM(x.should)`;
+
+/** How a touched record differs from its member (c… where it is now, m… where it is counted; null: none). */
+interface ChangedRow {
+  id: bigint;
+  cop: string | null;
+  ch: Date | null;
+  mop: string | null;
+  mh: Date | null;
+}
+
+const hourKey = (operation: string, hour: Date) => JSON.stringify([operation, hour.getTime()]);
+
+export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
+  /** The census rows of `keys` (operation, hour), read by primary key under the writers' lock. */
+  async function censusRows(keys: readonly { operation: string; hour: Date }[]): Promise<Map<string, bigint>> {
+    const out = new Map<string, bigint>();
+    for (let i = 0; i < keys.length; i += 5000) {
+      const slice = keys.slice(i, i + 5000).map((k) => ({ o: k.operation, h: k.hour.toISOString().replace("T", " ").replace("Z", "") }));
+      const rows = await ex.query<{ operation: string; expires_hour: Date; count: bigint }>(
+        `SELECT STRAIGHT_JOIN c.operation, c.expires_hour, c.count
+           FROM JSON_TABLE(?, '$[*]' COLUMNS (o VARCHAR(255) PATH '$.o', h DATETIME(6) PATH '$.h')) d
+           JOIN record_census c ON c.operation = d.o AND c.expires_hour = d.h`,
+        [JSON.stringify(slice)],
+      );
+      for (const r of rows) out.set(hourKey(r.operation, r.expires_hour), BigInt(r.count));
+    }
+    return out;
+  }
+
+  /** Sets census rows to `counts` (absolute values), making the missing ones. */
+  async function putCensus(counts: readonly (readonly [string, Date, bigint])[]) {
+    await inSlices(counts, ROWS_PER_INSERT, (slice) => {
+      const p = new Params(MYSQL);
+      return ex.query(
+        `INSERT INTO record_census (operation, expires_hour, count) VALUES ${valuesSql(p, slice)} ON DUPLICATE KEY UPDATE count = VALUES(count)`,
+        p.values,
+      );
+    });
+  }
+
+  /**
+   * Moves census rows by `delta` (never below 0); a missing row is made when `makeMissing`
+   * says so for its delta (PostgreSQL's statements: an apply makes rows for positive deltas only,
+   * a correction for any, at max(delta, 0)).
+   */
+  async function moveCensus(delta: Map<string, { operation: string; hour: Date; n: bigint }>, makeMissing: (n: bigint) => boolean) {
+    const keys = [...delta.values()].map((d) => ({ operation: d.operation, hour: d.hour }));
+    const have = await censusRows(keys);
+    const put: [string, Date, bigint][] = [];
+    for (const [key, d] of delta) {
+      const c = have.get(key);
+      if (c !== undefined) put.push([d.operation, d.hour, c + d.n > 0n ? c + d.n : 0n]);
+      else if (makeMissing(d.n)) put.push([d.operation, d.hour, d.n > 0n ? d.n : 0n]);
+    }
+    await putCensus(put);
+  }
+
+  /**
+   * Makes the members of the records `ids` (a subquery of id, read in the caller's snapshot
+   * by a plain SELECT) equal to the records as they are — counted where they are now, taken
+   * out if they are gone — and the census with them. Returns what changed.
+   */
+  async function apply(ids: string, values: unknown[]): Promise<AppliedChanges> {
+    const changed = await ex.query<ChangedRow>(
+      `SELECT t.id, r.operation AS cop, ${CENSUS_HOUR_SQL("r.expires_at")} AS ch, m.operation AS mop, m.expires_hour AS mh
+         FROM (${ids}) t
+         LEFT JOIN idempotency_records r ON r.id = t.id
+         LEFT JOIN record_census_members m ON m.record_id = t.id
+        WHERE (r.id IS NOT NULL OR m.record_id IS NOT NULL)
+          AND (r.id IS NULL OR m.record_id IS NULL OR r.operation <> m.operation OR ${CENSUS_HOUR_SQL("r.expires_at")} <> m.expires_hour)`,
+      values,
+    );
+    const delta = new Map<string, { operation: string; hour: Date; n: bigint }>();
+    const add = (operation: string, hour: Date, n: bigint) => {
+      const key = hourKey(operation, hour);
+      const d = delta.get(key);
+      if (d) d.n += n;
+      else delta.set(key, { operation, hour, n });
+    };
+    for (const c of changed) {
+      if (c.cop !== null) add(c.cop, c.ch!, 1n);
+      if (c.mop !== null) add(c.mop, c.mh!, -1n);
+    }
+    for (const [key, d] of delta) if (d.n === 0n) delta.delete(key);
+    await moveCensus(delta, (n) => n > 0n);
+    const put = changed.filter((c) => c.cop !== null);
+    await inSlices(put, ROWS_PER_INSERT, (slice) => {
+      const p = new Params(MYSQL);
+      return ex.query(
+        `INSERT INTO record_census_members (record_id, operation, expires_hour) VALUES ${valuesSql(
+          p,
+          slice.map((c) => [c.id, c.cop, c.ch]),
+        )} ON DUPLICATE KEY UPDATE operation = VALUES(operation), expires_hour = VALUES(expires_hour)`,
+        p.values,
+      );
+    });
+    await deleteMembers(changed.filter((c) => c.cop === null).map((c) => c.id));
+    return {
+      added: changed.filter((c) => c.mop === null).length,
+      moved: changed.filter((c) => c.mop !== null && c.cop !== null).length,
+      gone: changed.filter((c) => c.cop === null).length,
+    };
+  }
+
+  /** Deletes the members of `ids` (primary-key ranges of a constant list). */
+  const deleteMembers = (ids: readonly bigint[]) =>
+    inSlices(ids, ROWS_PER_INSERT, (slice) => {
+      const p = new Params(MYSQL);
+      return ex.query(`DELETE FROM record_census_members WHERE record_id IN (${p.list(slice)})`, p.values);
+    });
+
+  return {
+    async countByExpiry(intervals, f) {
+      const q = recordCensusSql(intervals, f);
+      return ex.query<{ name: string; operation: string; n: bigint }>(q.text, q.values);
+    },
+
+    applyTouched: (events, records) => apply(REFRESHED_IDS_SQL, [events.from, events.upTo, records.from, records.upTo]),
+    async sweepSlice(from, limit) {
+      const [slice] = await ex.query<{ last: bigint | null; n: bigint }>(
+        `SELECT MAX(s.id) AS last, COUNT(*) AS n FROM (SELECT id FROM idempotency_records WHERE id >= ? ORDER BY id LIMIT ?) s`,
+        [from, limit],
+      );
+      return slice;
+    },
+    applySwept: (from, end) => apply(SWEEP_IDS_SQL, [from, end, from, end]),
+    async applyRecords(ids) {
+      const changes = { added: 0, moved: 0, gone: 0 };
+      const unique = [...new Set(ids.map(String))];
+      for (let i = 0; i < unique.length; i += 50_000) {
+        const c = await apply(JSON_IDS_SQL, [`[${unique.slice(i, i + 50_000).join(",")}]`]);
+        changes.added += c.added;
+        changes.moved += c.moved;
+        changes.gone += c.gone;
+      }
+      return changes;
+    },
+    async addDepartures(seen) {
+      const p = new Params(MYSQL);
+      const rows = seen.map(({ kind, n }) => `(${p.add(kind)}, ${p.add(n)}, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`).join(", ");
+      await ex.query(
+        `INSERT INTO census_departures (kind, records, first_seen_at, last_seen_at) VALUES ${rows}
+         ON DUPLICATE KEY UPDATE records = records + VALUES(records), last_seen_at = UTC_TIMESTAMP(6)`,
+        p.values,
+      );
+    },
+
+    censusDrift: () => ex.query<CensusDriftRow>(CENSUS_DRIFT_SQL),
+    memberDrift: async () => (await ex.query<{ id: bigint }>(MEMBER_DRIFT_SQL)).map((r) => BigInt(r.id)),
+    aggregateDrift: () => ex.query<CensusDriftRow>(AGGREGATE_DRIFT_SQL),
+    async correctAggregates(drift) {
+      const delta = new Map<string, { operation: string; hour: Date; n: bigint }>();
+      for (const d of drift) delta.set(hourKey(d.operation, d.expiresHour), { operation: d.operation, hour: d.expiresHour, n: BigInt(d.delta) });
+      await moveCensus(delta, () => true);
+    },
+    async rewrite() {
+      await ex.exec(`DELETE FROM record_census_members; DELETE FROM record_census;`);
+      // Every record visible in the writer's snapshot, by primary key in slices (a plain read:
+      // INSERT … SELECT would read the latest rows and lock the services' table).
+      for (let after = -1n; ;) {
+        const rows = await ex.query<{ id: bigint; operation: string; h: Date }>(
+          `SELECT id, operation, ${CENSUS_HOUR_SQL("expires_at")} AS h FROM idempotency_records WHERE id > ? ORDER BY id LIMIT 5000`,
+          [after],
+        );
+        if (!rows.length) break;
+        await inSlices(rows, ROWS_PER_INSERT, (slice) => {
+          const p = new Params(MYSQL);
+          return ex.query(
+            `INSERT INTO record_census_members (record_id, operation, expires_hour) VALUES ${valuesSql(
+              p,
+              slice.map((r) => [r.id, r.operation, r.h]),
+            )}`,
+            p.values,
+          );
+        });
+        after = rows[rows.length - 1].id;
+      }
+      // The console's own tables from here on.
+      await ex.exec(
+        `INSERT INTO record_census (operation, expires_hour, count)
+           SELECT operation, expires_hour, COUNT(*) FROM record_census_members GROUP BY operation, expires_hour;
+         INSERT INTO rollup_state (name, watermark) SELECT '${RECORDS_STATE}', COALESCE(MAX(record_id), 0) FROM record_census_members
+           ON DUPLICATE KEY UPDATE watermark = VALUES(watermark), updated_at = UTC_TIMESTAMP(6);`,
+      );
+    },
+
+    async takeOutPurged(ids) {
+      // Under the writers' lock, so the members read are the latest (no other writer of them).
+      const delta = new Map<string, { operation: string; hour: Date; n: bigint }>();
+      await inSlices([...new Set(ids.map(String))], ROWS_PER_INSERT, async (slice) => {
+        const p = new Params(MYSQL);
+        const gone = await ex.query<{ operation: string; expires_hour: Date; n: bigint }>(
+          `SELECT operation, expires_hour, COUNT(*) AS n FROM record_census_members WHERE record_id IN (${p.list(slice)}) GROUP BY operation, expires_hour`,
+          p.values,
+        );
+        for (const g of gone) {
+          const key = hourKey(g.operation, g.expires_hour);
+          const d = delta.get(key);
+          if (d) d.n -= BigInt(g.n);
+          else delta.set(key, { operation: g.operation, hour: g.expires_hour, n: -BigInt(g.n) });
+        }
+        await deleteMembers(slice.map(BigInt));
+      });
+      await moveCensus(delta, () => false);
+    },
+  };
+}

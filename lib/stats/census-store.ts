@@ -1,0 +1,84 @@
+import { byDialect } from "../db/dialect";
+import type { SqlExecutor } from "../db/sql";
+import type { DepartureKind } from "./census";
+import { mysqlCensusStore } from "./census-store.mysql";
+import { postgresCensusStore } from "./census-store.postgres";
+
+/** An interval of expires_at: [from, to); null = open. */
+export interface ExpiryInterval {
+  name: string;
+  from: Date | null;
+  to: Date | null;
+}
+
+/** How the records of one apply differed from their members. */
+export interface AppliedChanges {
+  /** Records counted for the first time. */
+  added: number;
+  /** Counted records whose hour (or operation) changed. */
+  moved: number;
+  /** Counted records that are gone. */
+  gone: number;
+}
+
+/** An operation-hour where what was counted (`had`) and what should be (`should`) differ. */
+export interface CensusDriftRow {
+  operation: string;
+  expires_hour: Date;
+  had: bigint | null;
+  should: bigint | null;
+}
+
+export interface DepartureRow {
+  kind: string;
+  records: bigint;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+}
+
+/**
+ * The statements of the record census (ADR 0011; what the census is and who writes it:
+ * lib/stats/census.ts). Every write runs in a transaction of the rollups' writer (the
+ * writers' lock and flag: RollupStore), reads in the caller's snapshot.
+ */
+export interface CensusStore {
+  /**
+   * Exact record counts per interval of expires_at and per operation, in one statement (one
+   * snapshot): the census's whole hours, corrected for the records touched since the last
+   * refresh, plus the records of the partial hours at the edges. Operations with none left out.
+   */
+  countByExpiry(intervals: readonly ExpiryInterval[], f: { operation?: string }): Promise<{ name: string; operation: string; n: bigint }[]>;
+
+  /**
+   * Makes the members (and the census with them) equal to the records a refresh batch looks
+   * at: those of the events in (events.from, events.upTo] and of the gaps now visible, and the
+   * records in (records.from, records.upTo]. Returns what changed.
+   */
+  applyTouched(events: { from: bigint; upTo: bigint }, records: { from: bigint; upTo: bigint }): Promise<AppliedChanges>;
+  /** The sweep's next slice: the last of up to `limit` record ids from `from` on, and how many there are. */
+  sweepSlice(from: bigint, limit: number): Promise<{ last: bigint | null; n: bigint }>;
+  /** The same for the records and members with ids in [from, end), except the ones a refresh is about to apply. */
+  applySwept(from: bigint, end: bigint): Promise<AppliedChanges>;
+  /** The same for the records `ids` (a repair). */
+  applyRecords(ids: readonly bigint[]): Promise<AppliedChanges>;
+  /** Adds to census_departures what a refresh, the sweep or a check saw writers do outside the protocol. */
+  addDepartures(seen: readonly { kind: DepartureKind; n: number }[]): Promise<void>;
+
+  /** Per operation-hour: the census, corrected for touched records, against a plain count over the records. O(records). */
+  censusDrift(): Promise<CensusDriftRow[]>;
+  /** The records whose member differs from them (not counted, gone, moved), touched ones excepted. O(records). */
+  memberDrift(): Promise<bigint[]>;
+  /** The census against the members, per operation-hour (a census row edited by hand). */
+  aggregateDrift(): Promise<CensusDriftRow[]>;
+  /** Moves census rows by `delta` (never below 0), making the missing ones. */
+  correctAggregates(drift: readonly { operation: string; expiresHour: Date; delta: number }[]): Promise<void>;
+  /** Counts every record visible now from scratch: members, census, and the record mark at the highest member. */
+  rewrite(): Promise<void>;
+
+  /** Takes records the purge just deleted out: their members, and one each off the hours they were counted under. */
+  takeOutPurged(ids: readonly bigint[]): Promise<void>;
+}
+
+export function censusStore(ex: SqlExecutor): CensusStore {
+  return byDialect(ex, { postgres: postgresCensusStore, mysql: mysqlCensusStore })(ex);
+}

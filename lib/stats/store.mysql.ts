@@ -1,0 +1,326 @@
+import { MYSQL } from "../db/dialect";
+import { Params, type Statement } from "../db/params";
+import type { SqlExecutor } from "../db/sql";
+import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
+import type { StuckThresholds } from "../records/config";
+import { recordEligibleSql } from "../retention/eligibility.mysql";
+import type { PolicyRule } from "../retention/rules";
+import type { DepartureRow } from "./census-store";
+import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
+import type { ConflictEvent, ConflictsInput } from "./conflicts";
+import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
+import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
+
+/**
+ * The read screens' statements on MySQL / MariaDB (what they show: overview.ts, metrics.ts,
+ * conflicts.ts, expiry.ts; the PostgreSQL side: store.postgres.ts). The same index ranges:
+ * no FILTER (COUNT(CASE …)), no LATERAL (joins from the small side, STRAIGHT_JOIN where the
+ * order is the point), no width_bucket or date_trunc (comparisons with times computed in
+ * the process, epoch arithmetic for buckets). The loose index scans PostgreSQL spells as
+ * recursive CTEs are MySQL's own (`GROUP BY` on an index prefix: "Using index for
+ * group-by"); the conflicts' per-operation ranges are an `IN` list of the operations (a
+ * range each) or, for the newest-first page, one ordered LIMIT branch per operation.
+ * Parameters bind in text order (`?`): each fragment adds its values where it stands.
+ */
+
+function recordFilters(p: Params, f: { operation?: string; scope?: string }, alias = "r"): string {
+  return [...(f.operation ? [` AND ${alias}.operation = ${p.add(f.operation)}`] : []), ...(f.scope ? [` AND ${alias}.scope = ${p.add(f.scope)}`] : [])].join(
+    "",
+  );
+}
+
+/** The moment before which a record of the row's operation is stuck: now − its threshold (computed here). */
+function stuckBeforeSql(p: Params, t: StuckThresholds, now: Date, alias = "r"): string {
+  const before = (seconds: number) => p.add(new Date(now.getTime() - seconds * 1000));
+  const ops = Object.keys(t.byOperation);
+  if (!ops.length) return before(t.defaultSeconds);
+  return `CASE ${alias}.operation ${ops.map((op) => `WHEN ${p.add(op)} THEN ${before(t.byOperation[op])}`).join(" ")} ELSE ${before(t.defaultSeconds)} END`;
+}
+
+/** The processing and pending records by operation (two small ranges of (status, operation, updated_at)). */
+export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date): Statement {
+  const p = new Params(MYSQL);
+  const stuck = () => `r.status = 'processing' AND r.updated_at < ${stuckBeforeSql(p, t, now)}`;
+  const text = `SELECT r.operation,
+                  COUNT(CASE WHEN r.status = 'processing' THEN 1 END) AS processing,
+                  COUNT(CASE WHEN ${stuck()} THEN 1 END) AS stuck,
+                  MIN(CASE WHEN ${stuck()} THEN r.updated_at END) AS "oldestStuck",
+                  COUNT(CASE WHEN r.status = 'pending' THEN 1 END) AS pending,
+                  MIN(CASE WHEN r.status = 'pending' THEN r.updated_at END) AS "oldestPending"
+             FROM idempotency_records r
+            WHERE r.status IN ('processing', 'pending')${recordFilters(p, f)}
+            GROUP BY r.operation`;
+  return { text, values: p.values };
+}
+
+/**
+ * With a scope (no census per scope; a scope's records are few): one pass over the scope's
+ * rows, grouped by operation, status, expired or not and forecast day; recordTotals turns the
+ * groups into PostgreSQL's rows (`all`, `status:<status>`, `expired`, `d<i>`).
+ */
+export function scopeTotalsSql(r: Pick<OverviewReads, "filters" | "now" | "forecastDays">): Statement {
+  const p = new Params(MYSQL);
+  const end = new Date(r.now.getTime() + r.forecastDays * 86_400_000);
+  const text = `SELECT r.operation, r.status, r.expires_at < ${p.add(r.now)} AS expired,
+                  CASE WHEN r.expires_at >= ${p.add(r.now)} AND r.expires_at < ${p.add(end)}
+                       THEN FLOOR(TIMESTAMPDIFF(MICROSECOND, ${p.add(r.now)}, r.expires_at) / 86400000000) END AS d,
+                  COUNT(*) AS n
+             FROM idempotency_records r
+            WHERE TRUE${recordFilters(p, r.filters)}
+            GROUP BY r.operation, r.status, expired, d`;
+  return { text, values: p.values };
+}
+
+/** Open reconciliation items (open, checking, needs_manual); filtered through their record: a primary-key probe per open item. */
+export function openReconciliationSql(f: { operation?: string; scope?: string }): Statement {
+  const p = new Params(MYSQL);
+  const states = p.list(OPEN_RECONCILIATION_STATES);
+  const filters = recordFilters(p, f);
+  return {
+    text: filters
+      ? `SELECT STRAIGHT_JOIN COUNT(*) AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id WHERE i.state IN (${states})${filters}`
+      : `SELECT COUNT(*) AS n FROM reconciliation_items i WHERE i.state IN (${states})`,
+    values: p.values,
+  };
+}
+
+/**
+ * The three small statuses, exact (rows: { name: 'status:<status>', n }); completed = all −
+ * these. Ranges of (status, operation, updated_at), index only. With a scope the scope's pass
+ * counts them, and this reads nothing.
+ */
+export function statusCountsSql(f: { operation?: string; scope?: string }): Statement | null {
+  if (f.scope) return null;
+  const p = new Params(MYSQL);
+  const count = (status: string) =>
+    `SELECT 'status:${status}' AS name, COUNT(*) AS n FROM idempotency_records r WHERE r.status = '${status}'${recordFilters(p, f)}`;
+  return { text: `${count("processing")} UNION ALL ${count("pending")} UNION ALL ${count("failed")}`, values: p.values };
+}
+
+/** Pending records per age bucket: i = how many of the buckets' lower bounds (seconds) the age has reached. */
+export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date, bounds: readonly number[]): Statement {
+  const p = new Params(MYSQL);
+  const i = bounds.length ? bounds.map((b) => `(r.updated_at <= ${p.add(new Date(now.getTime() - b * 1000))})`).join(" + ") : "0";
+  return {
+    text: `SELECT ${i} AS i, COUNT(*) AS n FROM idempotency_records r WHERE r.status = 'pending'${recordFilters(p, f)} GROUP BY i`,
+    values: p.values,
+  };
+}
+
+/** Every operation in the events: a loose index scan of (operation, kind, occurred_at). */
+export const KNOWN_OPERATIONS_SQL = `SELECT operation FROM idempotency_events GROUP BY operation ORDER BY operation`;
+
+/** Up to 100 scopes: a loose index scan of an index led by scope. */
+export const KNOWN_SCOPES_SQL = `SELECT scope FROM idempotency_records GROUP BY scope ORDER BY scope LIMIT 100`;
+
+export const CENSUS_STATE_SQL = `SELECT s.updated_at AS "verifiedAt", s.watermark AS drift FROM rollup_state s WHERE s.name = 'census_verified'`;
+
+export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0) AS watermark, s.updated_at AS "refreshedAt",
+    (SELECT COUNT(*) FROM idempotency_events e WHERE e.id > ${watermarkSql("events")}) AS lag,
+    (SELECT COUNT(*) FROM rollup_gaps) AS gaps
+  FROM (SELECT 1 AS one) o LEFT JOIN rollup_state s ON s.name = 'events'`;
+
+const plain = (text: string): Statement => ({ text, values: [] as unknown[] });
+
+/** Every statement the overview runs, by name (the scope's pass replaces the census and the status counts). */
+export function overviewSql(r: OverviewReads) {
+  const f = r.filters;
+  return {
+    status: statusCountsSql(f),
+    totals: f.scope ? null : recordCensusSql(r.recordIntervals, { operation: f.operation }),
+    scopeTotals: f.scope ? scopeTotalsSql(r) : null,
+    active: activeByOperationSql(f, r.thresholds, r.now),
+    ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
+    open: openReconciliationSql(f),
+    series: countsSql(r.series.plan, f, r.series.stepSeconds),
+    rollup: plain(ROLLUP_STATE_SQL),
+    operations: plain(KNOWN_OPERATIONS_SQL),
+    scopes: plain(KNOWN_SCOPES_SQL),
+    departures: plain(DEPARTURES_SQL),
+    census: plain(CENSUS_STATE_SQL),
+  };
+}
+
+/** Every statement a metrics scrape runs, by name. */
+export function metricsSql(r: MetricsReads) {
+  return {
+    operations: plain(KNOWN_OPERATIONS_SQL),
+    active: activeByOperationSql({}, r.thresholds, r.now),
+    expired: recordCensusSql(r.expired),
+    open: openReconciliationSql({}),
+    totals: countsSql(r.allTime, {}),
+    rollup: plain(ROLLUP_STATE_SQL),
+  };
+}
+
+/** A JSON member as text, NULL when absent or JSON null (PostgreSQL's `->>`). `key` is a constant. */
+const jsonText = (column: string, key: string) =>
+  `CASE WHEN JSON_TYPE(JSON_EXTRACT(${column}, '$.${key}')) = 'NULL' THEN NULL ELSE JSON_UNQUOTE(JSON_EXTRACT(${column}, '$.${key}')) END`;
+
+/**
+ * The conflict events of [from, to) of `operations`: one range of (operation, kind,
+ * occurred_at) per operation (exported for EXPLAIN). `select` and `tail` are the shape.
+ */
+export function conflictRowsSql(input: ConflictsInput, operations: readonly string[], shape: { select: string; tail: string }): Statement {
+  const p = new Params(MYSQL);
+  const text = `SELECT ${shape.select} FROM idempotency_events e
+     WHERE e.operation IN (${p.list(operations)}) AND e.kind = 'conflict' AND e.occurred_at >= ${p.add(input.from)} AND e.occurred_at < ${p.add(input.to)}${
+       input.scope ? ` AND e.scope = ${p.add(input.scope)}` : ""
+     }
+     ${shape.tail}`;
+  return { text, values: p.values };
+}
+
+/**
+ * The drill-down page, newest first: per operation an ordered backward range with LIMIT (the
+ * index is (operation, kind, occurred_at) + the primary key), merged; so a page reads at most
+ * `limit + 1` rows per operation, whatever the range holds.
+ */
+export function conflictPageSql(input: ConflictsInput, operations: readonly string[], limit: number): Statement {
+  const p = new Params(MYSQL);
+  // Each value is added where it stands in the text (they bind in order): the cursor after the range.
+  const cursor = (c: NonNullable<ConflictsInput["cursor"]>) =>
+    ` AND (e.occurred_at < ${MYSQL.time(p.add(c.t))} OR (e.occurred_at = ${MYSQL.time(p.add(c.t))} AND e.id < ${p.add(c.id)}))`;
+  const branch = (operation: string) => {
+    return `(SELECT e.id, e.occurred_at AS "occurredAt", e.operation, e.scope, e.idempotency_key AS "idempotencyKey",
+             e.record_id AS "recordId", ${jsonText("e.detail", "expectedPayloadHash")} AS "expectedPayloadHash",
+             COALESCE(${jsonText("e.detail", "receivedPayloadHash")}, e.payload_hash) AS "receivedPayloadHash",
+             ${MYSQL.cursorTime("e.occurred_at")} AS "cursorTime"
+        FROM idempotency_events e
+       WHERE e.operation = ${p.add(operation)} AND e.kind = 'conflict' AND e.occurred_at >= ${p.add(input.from)} AND e.occurred_at < ${p.add(input.to)}${
+         input.scope ? ` AND e.scope = ${p.add(input.scope)}` : ""
+       }${input.cursor ? cursor(input.cursor) : ""}
+       ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${p.add(limit + 1)})`;
+  };
+  const text = `${operations.map(branch).join("\n      UNION ALL\n      ")}
+      ORDER BY "occurredAt" DESC, id DESC LIMIT ${p.add(limit + 1)}`;
+  return { text, values: p.values };
+}
+
+type ExpiryFilter = RecordFilter & { now: Date };
+
+/** Records expiring per hour in the next 24 h, or per day in the next 30 days, from `now` (rows: { i, n }). */
+export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
+  const [secs, buckets] = per === "hour" ? [3600, 24] : [86400, 30];
+  const p = new Params(MYSQL);
+  const text = `SELECT FLOOR(TIMESTAMPDIFF(MICROSECOND, ${p.add(q.now)}, r.expires_at) / ${secs * 1_000_000}) AS i, COUNT(*) AS n
+               FROM idempotency_records r
+              WHERE r.expires_at >= ${p.add(q.now)} AND r.expires_at < ${p.add(new Date(q.now.getTime() + buckets * secs * 1000))}${recordFilters(p, q)}
+              GROUP BY i`;
+  return { text, values: p.values };
+}
+
+/** Expired records by operation and status, with what a purge under `rules` would remove now (lib/retention/eligibility.ts). */
+export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
+  const p = new Params(MYSQL);
+  const open = `EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state IN (${p.list(OPEN_RECONCILIATION_STATES)}))`;
+  const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
+  const text = `SELECT r.operation, r.status, COUNT(*) AS n,
+                    COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
+                    COUNT(CASE WHEN ${open} THEN 1 END) AS "open",
+                    COUNT(CASE WHEN ${eligible} THEN 1 END) AS purgeable,
+                    MIN(r.expires_at) AS oldest
+               FROM idempotency_records r
+              WHERE r.expires_at < ${p.add(q.now)}${recordFilters(p, q)}
+              GROUP BY r.operation, r.status ORDER BY r.operation, r.status`;
+  return { text, values: p.values };
+}
+
+/** The expiry screen's three statements (for EXPLAIN). */
+export function expirySql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }) {
+  return { hours: expiringSql(q, "hour"), days: expiringSql(q, "day"), expired: expiredSql(q) };
+}
+
+interface ScopeGroup {
+  operation: string;
+  status: string;
+  expired: number | bigint | null;
+  d: number | bigint | string | null;
+  n: bigint;
+}
+
+/** The scope's groups as the record totals' rows: { name, operation, n }. */
+function scopeTotals(groups: readonly ScopeGroup[]): { name: string; operation: string; n: bigint }[] {
+  const out = new Map<string, { name: string; operation: string; n: bigint }>();
+  const add = (name: string, operation: string, n: bigint) => {
+    const key = JSON.stringify([name, operation]);
+    const row = out.get(key);
+    if (row) row.n += n;
+    else out.set(key, { name, operation, n });
+  };
+  for (const g of groups) {
+    const n = BigInt(g.n);
+    add("all", g.operation, n);
+    if (g.status !== "completed") add(`status:${g.status}`, g.operation, n);
+    if (Number(g.expired) === 1) add("expired", g.operation, n);
+    if (g.d !== null) add(`d${Number(g.d)}`, g.operation, n);
+  }
+  return [...out.values()];
+}
+
+export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
+  const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
+  /** The operations a conflicts statement ranges over: the filter's, or every one in the events. */
+  const conflictOperations = async (input: ConflictsInput) =>
+    input.operation ? [input.operation] : (await q<{ operation: string }>(plain(KNOWN_OPERATIONS_SQL))).map((r) => r.operation);
+  return {
+    async overview(reads) {
+      const sql = overviewSql(reads);
+      return {
+        status: sql.status ? await q<{ name: string; n: bigint }>(sql.status) : [],
+        totals: sql.totals ? await q<{ name: string; operation: string; n: bigint }>(sql.totals) : scopeTotals(await q<ScopeGroup>(sql.scopeTotals!)),
+        active: await q<ActiveRow>(sql.active),
+        ages: await q<{ i: number; n: bigint }>(sql.ages),
+        open: await q<{ n: bigint }>(sql.open),
+        series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
+        rollup: await q<RollupStateRow>(sql.rollup),
+        operations: await q<{ operation: string }>(sql.operations),
+        scopes: await q<{ scope: string }>(sql.scopes),
+        departures: await q<DepartureRow>(sql.departures),
+        census: await q<{ verifiedAt: Date; drift: bigint }>(sql.census),
+      };
+    },
+    async metrics(reads) {
+      const sql = metricsSql(reads);
+      return {
+        operations: await q<{ operation: string }>(sql.operations),
+        active: await q<ActiveRow>(sql.active),
+        expired: await q<{ name: string; operation: string; n: bigint }>(sql.expired),
+        open: await q<{ n: bigint }>(sql.open),
+        totals: await q<{ operation: string; kind: string; n: bigint }>(sql.totals),
+        rollup: await q<RollupStateRow>(sql.rollup),
+      };
+    },
+
+    async conflictGroups(input) {
+      const ops = await conflictOperations(input);
+      if (!ops.length) return [];
+      return q<ConflictGroupRow>(
+        conflictRowsSql(input, ops, {
+          select: `e.operation, e.scope, COUNT(*) AS conflicts, COUNT(DISTINCT e.idempotency_key) AS "keys",
+             MIN(e.occurred_at) AS "firstAt", MAX(e.occurred_at) AS "lastAt"`,
+          tail: `GROUP BY e.operation, e.scope ORDER BY COUNT(*) DESC, e.operation, e.scope`,
+        }),
+      );
+    },
+    async conflictTrend(input, bucket) {
+      const ops = await conflictOperations(input);
+      if (!ops.length) return [];
+      return q<{ b: Date; operation: string; n: bigint }>(
+        conflictRowsSql(input, ops, {
+          select: `${bin("e.occurred_at", bucket === "hour" ? 3600 : 86400)} AS b, e.operation, COUNT(*) AS n`,
+          tail: `GROUP BY b, e.operation`,
+        }),
+      );
+    },
+    async conflictPage(input, limit) {
+      const ops = await conflictOperations(input);
+      if (!ops.length) return [];
+      return q<ConflictEvent & { cursorTime: string }>(conflictPageSql(input, ops, limit));
+    },
+
+    expiringPerHour: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "hour")),
+    expiringPerDay: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "day")),
+    expiredGroups: (f, now, rules) => q<ExpiredRow>(expiredSql({ ...f, now, rules })),
+  };
+}

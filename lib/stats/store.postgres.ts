@@ -1,0 +1,331 @@
+import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
+import { cursorTimeSql } from "../db/paging";
+import { paramList, type Statement } from "../db/params";
+import type { SqlExecutor } from "../db/sql";
+import type { StuckThresholds } from "../records/config";
+import { recordEligibleSql } from "../retention/eligibility.postgres";
+import type { PolicyRule } from "../retention/rules";
+import type { DepartureRow } from "./census-store";
+import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
+import type { ConflictEvent, ConflictsInput } from "./conflicts";
+import { countsSql } from "./rollup-store.postgres";
+import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
+
+/**
+ * The read screens' statements on PostgreSQL, verbatim from lib/stats/overview.ts,
+ * metrics.ts, conflicts.ts and expiry.ts (which index each reads: their module comments).
+ */
+
+type Params = ReturnType<typeof paramList>;
+
+function recordFilters(p: Params, f: { operation?: string; scope?: string }, alias = "r"): string {
+  return [...(f.operation ? [` AND ${alias}.operation = ${p.add(f.operation)}`] : []), ...(f.scope ? [` AND ${alias}.scope = ${p.add(f.scope)}`] : [])].join(
+    "",
+  );
+}
+
+/** SQL for the stuck threshold (seconds) of the row's operation. */
+function thresholdSql(p: Params, t: StuckThresholds, alias = "r"): string {
+  const ops = Object.keys(t.byOperation);
+  if (!ops.length) return `${p.add(t.defaultSeconds)}::float8`;
+  return `CASE ${alias}.operation ${ops.map((op) => `WHEN ${p.add(op)}::text THEN ${p.add(t.byOperation[op])}::float8`).join(" ")} ELSE ${p.add(t.defaultSeconds)}::float8 END`;
+}
+
+/** The processing and pending records by operation (two small ranges of (status, updated_at)). */
+export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date): Statement {
+  const p = paramList();
+  const nowP = p.add(now);
+  const threshold = thresholdSql(p, t);
+  const stuck = `r.status = 'processing' AND r.updated_at < ${nowP}::timestamptz - make_interval(secs => ${threshold})`;
+  return {
+    text: `SELECT r.operation,
+                  count(*) FILTER (WHERE r.status = 'processing')::bigint AS processing,
+                  count(*) FILTER (WHERE ${stuck})::bigint AS stuck,
+                  min(r.updated_at) FILTER (WHERE ${stuck}) AS "oldestStuck",
+                  count(*) FILTER (WHERE r.status = 'pending')::bigint AS pending,
+                  min(r.updated_at) FILTER (WHERE r.status = 'pending') AS "oldestPending"
+             FROM idempotency_records r
+            WHERE r.status IN ('processing', 'pending')${recordFilters(p, f)}
+            GROUP BY r.operation`,
+    values: p.values,
+  };
+}
+
+/**
+ * Records by expires_at interval (`recordIntervals`) and operation: all of them, expired
+ * but not purged, and the forecast days. Without a scope, from the record census
+ * (census-store.postgres.ts recordCensusSql). With a scope (no census per scope; a scope's
+ * records are few), one pass over the scope's rows, which counts the unsettled statuses
+ * too. Rows: { name, operation, n }.
+ */
+export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "now" | "recordIntervals" | "forecastDays">): Statement {
+  const f = r.filters;
+  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
+  const p = paramList();
+  const nowP = `${p.add(r.now)}::timestamptz`;
+  return {
+    text: `SELECT k.name, r.operation, count(*)::bigint AS n FROM idempotency_records r
+             CROSS JOIN LATERAL (
+               SELECT 'all'
+               UNION ALL SELECT 'status:' || r.status WHERE r.status <> 'completed'
+               UNION ALL SELECT 'expired' WHERE r.expires_at < ${nowP}
+               UNION ALL SELECT 'd' || floor(extract(epoch FROM r.expires_at - ${nowP}) / 86400)::int
+                 WHERE r.expires_at >= ${nowP} AND r.expires_at < ${nowP} + make_interval(days => ${p.add(r.forecastDays)})
+             ) k(name)
+            WHERE TRUE${recordFilters(p, f)}
+            GROUP BY 1, 2`,
+    values: p.values,
+  };
+}
+
+/**
+ * Open reconciliation items (open, checking, needs_manual); filtered through their record:
+ * one primary-key probe per open item (OFFSET 0 keeps the planner from turning it into a
+ * join that reads every record of the scope), so it reads O(open items) whatever the filter.
+ */
+export function openReconciliationSql(f: { operation?: string; scope?: string }): Statement {
+  const p = paramList();
+  const states = p.add([...OPEN_RECONCILIATION_STATES]);
+  const filters = recordFilters(p, f);
+  return {
+    text: filters
+      ? `SELECT count(*)::bigint AS n FROM reconciliation_items i
+          CROSS JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE r.id = i.record_id OFFSET 0) r
+          WHERE i.state = ANY (${states}::text[])${filters}`
+      : `SELECT count(*)::bigint AS n FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])`,
+    values: p.values,
+  };
+}
+
+/**
+ * The three small statuses, exact, in one statement (rows: { name: 'status:<status>', n });
+ * completed = all (recordTotalsSql) − these (status is CHECK-constrained to the four).
+ * Index-only ranges of the partial index (status, operation, updated_at) WHERE status <>
+ * 'completed' (migration 20261130080000). With a scope, recordTotalsSql's one pass over the
+ * scope's rows counts them too, and this reads nothing.
+ */
+export function statusCountsSql(f: { operation?: string; scope?: string }): Statement {
+  if (f.scope) return { text: `SELECT NULL::text AS name, 0::bigint AS n WHERE FALSE`, values: [] as unknown[] };
+  const p = paramList();
+  const fr = recordFilters(p, f);
+  const count = (status: string) => `SELECT 'status:${status}' AS name, count(*)::bigint AS n FROM idempotency_records r WHERE r.status = '${status}'${fr}`;
+  return {
+    text: `${count("processing")} UNION ALL ${count("pending")} UNION ALL ${count("failed")}`,
+    values: p.values,
+  };
+}
+
+/** Pending records per age bucket: width_bucket over the buckets' lower bounds (`bounds`, seconds). */
+export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date, bounds: readonly number[]): Statement {
+  const p = paramList();
+  const nowP = p.add(now);
+  const boundsP = p.add(bounds);
+  return {
+    text: `SELECT width_bucket(extract(epoch FROM ${nowP}::timestamptz - r.updated_at)::float8, ${boundsP}::float8[]) AS i, count(*)::bigint AS n
+             FROM idempotency_records r WHERE r.status = 'pending'${recordFilters(p, f)} GROUP BY 1`,
+    values: p.values,
+  };
+}
+
+/** Every operation in the events: a loose index scan of (operation, kind, occurred_at), one probe each. */
+export const KNOWN_OPERATIONS_SQL = `WITH RECURSIVE o AS (
+    SELECT min(operation) AS operation FROM idempotency_events
+    UNION ALL
+    SELECT (SELECT min(e.operation) FROM idempotency_events e WHERE e.operation > o.operation) FROM o WHERE o.operation IS NOT NULL
+  ) SELECT operation FROM o WHERE operation IS NOT NULL`;
+
+/** Up to 100 scopes: a loose index scan of (scope, created_at, id). */
+export const KNOWN_SCOPES_SQL = `WITH RECURSIVE s AS (
+    SELECT min(scope) AS scope, 1 AS n FROM idempotency_records
+    UNION ALL
+    SELECT (SELECT min(r.scope) FROM idempotency_records r WHERE r.scope > s.scope), s.n + 1 FROM s WHERE s.scope IS NOT NULL AND s.n < 100
+  ) SELECT scope FROM s WHERE scope IS NOT NULL`;
+
+export const CENSUS_STATE_SQL = `SELECT s.updated_at AS "verifiedAt", s.watermark AS drift FROM rollup_state s WHERE s.name = 'census_verified'`;
+
+export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0)::bigint AS watermark, s.updated_at AS "refreshedAt",
+    (SELECT count(*) FROM idempotency_events e WHERE e.id > COALESCE(s.watermark, 0))::bigint AS lag,
+    (SELECT count(*) FROM rollup_gaps)::bigint AS gaps
+  FROM (SELECT 1) one LEFT JOIN rollup_state s ON s.name = 'events'`;
+
+const plain = (text: string): Statement => ({ text, values: [] as unknown[] });
+
+/** Every statement the overview runs, by name, in order (also for bench/read-side.ts's EXPLAIN). */
+export function overviewSql(r: OverviewReads) {
+  const f = r.filters;
+  return {
+    status: statusCountsSql(f),
+    totals: recordTotalsSql(r),
+    active: activeByOperationSql(f, r.thresholds, r.now),
+    ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
+    open: openReconciliationSql(f),
+    series: countsSql(r.series.plan, f, r.series.stepSeconds),
+    rollup: plain(ROLLUP_STATE_SQL),
+    operations: plain(KNOWN_OPERATIONS_SQL),
+    scopes: plain(KNOWN_SCOPES_SQL),
+    departures: plain(DEPARTURES_SQL),
+    census: plain(CENSUS_STATE_SQL),
+  };
+}
+
+/** Every statement a metrics scrape runs, by name, in order. */
+export function metricsSql(r: MetricsReads) {
+  return {
+    operations: plain(KNOWN_OPERATIONS_SQL),
+    active: activeByOperationSql({}, r.thresholds, r.now),
+    expired: recordCensusSql(r.expired),
+    open: openReconciliationSql({}),
+    totals: countsSql(r.allTime, {}),
+    rollup: plain(ROLLUP_STATE_SQL),
+  };
+}
+
+/**
+ * The conflict events of the range, one index range per operation (exported for EXPLAIN).
+ * The operations come from a loose index scan: min(operation) > previous, one index probe
+ * each, over (operation, kind, occurred_at).
+ */
+export function conflictRowsSql(input: ConflictsInput, shape: { select: string; inner?: (p: Params) => string; outer?: (p: Params) => string }): Statement {
+  const p = paramList();
+  const from = p.add(input.from);
+  const to = p.add(input.to);
+  const ops = input.operation
+    ? `ops AS (SELECT ${p.add(input.operation)}::text AS operation)`
+    : `o AS (
+         SELECT min(operation) AS operation FROM idempotency_events
+         UNION ALL
+         SELECT (SELECT min(e.operation) FROM idempotency_events e WHERE e.operation > o.operation) FROM o WHERE o.operation IS NOT NULL
+       ), ops AS (SELECT operation FROM o WHERE operation IS NOT NULL)`;
+  const scope = input.scope ? `AND e.scope = ${p.add(input.scope)}` : "";
+  // OFFSET 0 keeps the subquery from being flattened into a join, which would read the
+  // whole time range by occurred_at and filter on kind: per operation, it is an index range.
+  const inner = shape.inner?.(p) ?? "OFFSET 0";
+  const text = `WITH RECURSIVE ${ops}
+    SELECT ${shape.select} FROM ops
+      CROSS JOIN LATERAL (
+        SELECT e.* FROM idempotency_events e
+         WHERE e.operation = ops.operation AND e.kind = 'conflict' AND e.occurred_at >= ${from} AND e.occurred_at < ${to} ${scope}
+         ${inner}
+      ) e
+    ${shape.outer?.(p) ?? ""}`;
+  return { text, values: p.values };
+}
+
+type ExpiryFilter = RecordFilter & { now: Date };
+
+function expiryBase(q: ExpiryFilter) {
+  const p = paramList();
+  const now = p.add(q.now);
+  const and = [...(q.operation ? [` AND r.operation = ${p.add(q.operation)}`] : []), ...(q.scope ? [` AND r.scope = ${p.add(q.scope)}`] : [])].join("");
+  return { p, now, and };
+}
+
+/** Records expiring per hour in the next 24 h, or per day in the next 30 days, from `now` (rows: { i, n }). */
+export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
+  const [secs, span] = per === "hour" ? [3600, "24 hours"] : [86400, "30 days"];
+  const { p, now, and } = expiryBase(q);
+  return {
+    text: `SELECT floor(extract(epoch FROM r.expires_at - ${now}::timestamptz) / ${secs})::int AS i, count(*)::bigint AS n
+               FROM idempotency_records r
+              WHERE r.expires_at >= ${now}::timestamptz AND r.expires_at < ${now}::timestamptz + interval '${span}'${and}
+              GROUP BY 1`,
+    values: p.values,
+  };
+}
+
+/** Expired records by operation and status, with what a purge under `rules` would remove now (lib/retention/eligibility.ts). */
+export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
+  const { p, now, and } = expiryBase(q);
+  const states = p.add([...OPEN_RECONCILIATION_STATES]);
+  const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
+  return {
+    text: `SELECT r.operation, r.status, count(*)::bigint AS n,
+                    count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
+                    count(*) FILTER (WHERE x.open)::bigint AS open,
+                    count(*) FILTER (WHERE ${eligible})::bigint AS purgeable,
+                    min(r.expires_at) AS oldest
+               FROM idempotency_records r
+               CROSS JOIN LATERAL (
+                 SELECT EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = ANY (${states}::text[])) AS open
+               ) x
+              WHERE r.expires_at < ${now}::timestamptz${and}
+              GROUP BY 1, 2 ORDER BY 1, 2`,
+    values: p.values,
+  };
+}
+
+/** The expiry screen's three statements (for the EXPLAIN test). */
+export function expirySql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }) {
+  return { hours: expiringSql(q, "hour"), days: expiringSql(q, "day"), expired: expiredSql(q) };
+}
+
+export function postgresStatsStore(ex: SqlExecutor): StatsStore {
+  const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
+  return {
+    async overview(reads) {
+      const sql = overviewSql(reads);
+      return {
+        status: await q<{ name: string; n: bigint }>(sql.status),
+        totals: await q<{ name: string; operation: string; n: bigint }>(sql.totals),
+        active: await q<ActiveRow>(sql.active),
+        ages: await q<{ i: number; n: bigint }>(sql.ages),
+        open: await q<{ n: bigint }>(sql.open),
+        series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
+        rollup: await q<RollupStateRow>(sql.rollup),
+        operations: await q<{ operation: string }>(sql.operations),
+        scopes: await q<{ scope: string }>(sql.scopes),
+        departures: await q<DepartureRow>(sql.departures),
+        census: await q<{ verifiedAt: Date; drift: bigint }>(sql.census),
+      };
+    },
+    async metrics(reads) {
+      const sql = metricsSql(reads);
+      return {
+        operations: await q<{ operation: string }>(sql.operations),
+        active: await q<ActiveRow>(sql.active),
+        expired: await q<{ name: string; operation: string; n: bigint }>(sql.expired),
+        open: await q<{ n: bigint }>(sql.open),
+        totals: await q<{ operation: string; kind: string; n: bigint }>(sql.totals),
+        rollup: await q<RollupStateRow>(sql.rollup),
+      };
+    },
+
+    conflictGroups: (input) =>
+      q<ConflictGroupRow>(
+        conflictRowsSql(input, {
+          select: `e.operation, e.scope, count(*)::bigint AS conflicts, count(DISTINCT e.idempotency_key)::bigint AS keys,
+             min(e.occurred_at) AS "firstAt", max(e.occurred_at) AS "lastAt"`,
+          outer: () => `GROUP BY e.operation, e.scope ORDER BY count(*) DESC, e.operation, e.scope`,
+        }),
+      ),
+    conflictTrend: (input, bucket) =>
+      q<{ b: Date; operation: string; n: bigint }>(
+        conflictRowsSql(input, {
+          select: `date_trunc('${bucket}', e.occurred_at, 'UTC') AS b, e.operation, count(*)::bigint AS n`,
+          outer: () => `GROUP BY 1, 2`,
+        }),
+      ),
+    conflictPage(input, limit) {
+      // Newest first; each operation's range read in index order, then merged.
+      let take = "";
+      return q<ConflictEvent & { cursorTime: string }>(
+        conflictRowsSql(input, {
+          select: `e.id, e.occurred_at AS "occurredAt", e.operation, e.scope, e.idempotency_key AS "idempotencyKey",
+             e.record_id AS "recordId", e.detail->>'expectedPayloadHash' AS "expectedPayloadHash",
+             COALESCE(e.detail->>'receivedPayloadHash', e.payload_hash) AS "receivedPayloadHash",
+             ${cursorTimeSql("e.occurred_at")} AS "cursorTime"`,
+          inner: (p) => {
+            take = p.add(limit + 1);
+            const cursor = input.cursor ? `AND (e.occurred_at, e.id) < (${p.add(input.cursor.t)}::timestamptz, ${p.add(input.cursor.id)}::bigint)` : "";
+            return `${cursor} ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${take}`;
+          },
+          outer: () => `ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${take}`,
+        }),
+      );
+    },
+
+    expiringPerHour: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "hour")),
+    expiringPerDay: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "day")),
+    expiredGroups: (f, now, rules) => q<ExpiredRow>(expiredSql({ ...f, now, rules })),
+  };
+}

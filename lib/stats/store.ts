@@ -1,0 +1,137 @@
+import { byDialect } from "../db/dialect";
+import type { SqlExecutor } from "../db/sql";
+import type { StuckThresholds } from "../records/config";
+import type { PolicyRule } from "../retention/rules";
+import type { ConflictEvent, ConflictsInput } from "./conflicts";
+import type { CountPlan } from "./count-plan";
+import type { DepartureRow, ExpiryInterval } from "./census-store";
+import type { EventCountsRow } from "./rollup-store";
+import { mysqlStatsStore } from "./store.mysql";
+import { postgresStatsStore } from "./store.postgres";
+
+/** The filters of the read screens; each applies to every number. */
+export interface RecordFilter {
+  operation?: string;
+  scope?: string;
+}
+
+/** What the overview reads (lib/stats/overview.ts decides it: the intervals, buckets and the chart's count plan). */
+export interface OverviewReads {
+  filters: RecordFilter;
+  /** The moment the data is read at (ages, stuck thresholds, expiry windows). */
+  now: Date;
+  thresholds: StuckThresholds;
+  /** The expires_at intervals of the record totals ('all', 'expired', 'd0'…), counted from the census without a scope. */
+  recordIntervals: readonly ExpiryInterval[];
+  /** With a scope, the forecast days 'd0'…'d<n-1>' are counted in one pass: 24 h buckets from `now`. */
+  forecastDays: number;
+  /** The pending age buckets' lower bounds in seconds, the first bucket's (0) left out. */
+  pendingAgeBounds: readonly number[];
+  /** The chart: event counts per bucket of `stepSeconds`, as `plan` splits [from, to). */
+  series: { plan: CountPlan; stepSeconds: number };
+}
+
+/** Processing and pending records of one operation; stuck = processing for longer than its threshold. */
+export interface ActiveRow {
+  operation: string;
+  processing: bigint;
+  stuck: bigint;
+  oldestStuck: Date | null;
+  pending: bigint;
+  oldestPending: Date | null;
+}
+
+/** The rollups' progress: the events mark, when it last moved, the events above it and the gaps open. */
+export interface RollupStateRow {
+  watermark: bigint;
+  refreshedAt: Date | null;
+  lag: bigint;
+  gaps: bigint;
+}
+
+/** The overview's rows, read in the caller's snapshot. */
+export interface OverviewRows {
+  /** 'status:processing' | 'status:pending' | 'status:failed' (none with a scope: `totals` has them). */
+  status: { name: string; n: bigint }[];
+  /** Per record interval name (and with a scope 'status:<status>') and operation. */
+  totals: { name: string; operation: string; n: bigint }[];
+  active: ActiveRow[];
+  /** Pending records per age bucket (i = 0 … the number of bounds). */
+  ages: { i: number; n: bigint }[];
+  open: { n: bigint }[];
+  series: { b: Date; operation: string; kind: string; n: bigint }[];
+  rollup: RollupStateRow[];
+  operations: { operation: string }[];
+  scopes: { scope: string }[];
+  departures: DepartureRow[];
+  /** When the census check last ran and by how many records it was off (no row before the refresher's first tick). */
+  census: { verifiedAt: Date; drift: bigint }[];
+}
+
+/** What a metrics scrape reads (lib/stats/metrics.ts). */
+export interface MetricsReads {
+  now: Date;
+  thresholds: StuckThresholds;
+  /** The expires_at interval of "expired, not purged". */
+  expired: readonly ExpiryInterval[];
+  /** The all-time event counts' plan. */
+  allTime: CountPlan;
+}
+
+export interface MetricsRows {
+  operations: { operation: string }[];
+  active: ActiveRow[];
+  expired: { name: string; operation: string; n: bigint }[];
+  open: { n: bigint }[];
+  totals: EventCountsRow[];
+  rollup: RollupStateRow[];
+}
+
+export interface ConflictGroupRow {
+  operation: string;
+  scope: string;
+  conflicts: bigint;
+  keys: bigint;
+  firstAt: Date;
+  lastAt: Date;
+}
+
+export interface ExpiredRow {
+  operation: string;
+  status: string;
+  n: bigint;
+  held: bigint;
+  open: bigint;
+  purgeable: bigint;
+  oldest: Date;
+}
+
+/**
+ * The statements of the read screens (ADR 0011): the overview, the metrics scrape, the
+ * conflicts and the expiry screens. What they show and how the rows become numbers is
+ * their modules' (overview.ts, metrics.ts, conflicts.ts, expiry.ts).
+ */
+export interface StatsStore {
+  /** Every row the overview shows, in the caller's snapshot (a few thousand rows whatever the table size). */
+  overview(reads: OverviewReads): Promise<OverviewRows>;
+  /** Every row a metrics scrape exports, in the caller's snapshot. */
+  metrics(reads: MetricsReads): Promise<MetricsRows>;
+
+  /** The conflict events of [from, to) by operation and scope, most conflicts first. */
+  conflictGroups(input: ConflictsInput): Promise<ConflictGroupRow[]>;
+  /** The conflict events per UTC hour or day (bucket start `b`) and operation. */
+  conflictTrend(input: ConflictsInput, bucket: "hour" | "day"): Promise<{ b: Date; operation: string; n: bigint }[]>;
+  /** The drill-down from `input.cursor` on, newest first: `limit + 1` rows to detect a next page, with their cursor text. */
+  conflictPage(input: ConflictsInput, limit: number): Promise<(ConflictEvent & { cursorTime: string })[]>;
+
+  /** Records expiring in the next 24 h per hour from `now` (i = 0 … 23). */
+  expiringPerHour(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
+  /** Records expiring in the next 30 days per day from `now` (i = 0 … 29). */
+  expiringPerDay(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
+  /** Expired records by operation and status: held, with an open reconciliation item, purgeable now under `rules`, oldest expiry. */
+  expiredGroups(f: RecordFilter, now: Date, rules: readonly PolicyRule[]): Promise<ExpiredRow[]>;
+}
+
+export function statsStore(ex: SqlExecutor): StatsStore {
+  return byDialect(ex, { postgres: postgresStatsStore, mysql: mysqlStatsStore })(ex);
+}
