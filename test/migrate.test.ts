@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "@/lib/db/client";
 import { LOCKS } from "@/lib/db/locks";
 import { DEFAULT_MIGRATIONS_DIR, MigrationError, migrate, migrationStatus } from "@/lib/db/migrate";
-import type { SqlExecutor } from "@/lib/db/sql";
+import { inTransaction, type SqlExecutor } from "@/lib/db/sql";
 import { createEmptyTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -505,6 +505,85 @@ describe("scripts/migrate.ts end to end", () => {
       const badStatus = await runScript(["--status"], env);
       expectExit(badStatus, 1);
       expect(badStatus.stdout).toMatch(/^modified: /m);
+    });
+  });
+});
+
+describe("data the migrations move", () => {
+  const MOVE = "20261201010000_console_requests";
+
+  it("the console's own requests leave the writers' tables: records, events and rollup counts move to console_requests", async () => {
+    await withEmptyDb(async (db) => {
+      // The schema as it was before the move, with what the console of that time wrote into it.
+      const all = await migrationsCopy();
+      const before = path.join(await tmpDir(), "migrations");
+      await mkdir(before);
+      for (const name of await localMigrationNames(all)) if (name < MOVE) await cp(path.join(all, name), path.join(before, name), { recursive: true });
+      await db.withSession((s) => migrate(s, { dir: before }));
+
+      const [{ id: userId }] = await db.sql.query<{ id: string }>(
+        `INSERT INTO console_users (email, roles) VALUES ('op@example.test', ARRAY['operator']) RETURNING id::text AS id`,
+      );
+      const record = (scope: string, operation: string, key: string, status: string) =>
+        db.sql.query<{ id: string }>(
+          `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, response_code, response_headers, response_body, expires_at)
+           VALUES ($1, $2, $3, 'h', $4, 200, '[["content-type","application/json"]]', '{"ok":true}', now() + interval '1 day') RETURNING id::text AS id`,
+          [scope, operation, key, status],
+        );
+      const [mine] = await record(`console:user:${userId}`, "console.records.resolve", "k-1", "completed");
+      const [pendingOne] = await record(`console:user:${userId}`, "console.records.reconcile", "k-2", "pending");
+      await record("console:user:999999", "console.records.resolve", "k-3", "completed"); // its user is gone
+      const [writers] = await record("tenant:acme", "capture_payment", "k-1", "completed");
+      const lookalike = await record("console:user:abc", "console.records.resolve", "k-4", "completed"); // not the console's pattern
+      for (const [id, scope, op] of [
+        [mine.id, `console:user:${userId}`, "console.records.resolve"],
+        [writers.id, "tenant:acme", "capture_payment"],
+      ])
+        await db.sql.query(`INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind) VALUES ($1, $2, $3, 'k-1', 'reserved')`, [
+          id,
+          scope,
+          op,
+        ]);
+      // A console event whose record was never written (events may come apart from records).
+      await db.sql.query(
+        `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind) VALUES (NULL, $1, 'console.records.hold', 'k-9', 'reserved')`,
+        [`console:user:${userId}`],
+      );
+      // Their minute counts, as the rollups' writer wrote them then (the guard trigger admits it).
+      await db.withSession((s) =>
+        inTransaction(s, async () => {
+          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'census', true)`);
+          for (const [scope, op] of [
+            [`console:user:${userId}`, "console.records.resolve"],
+            ["tenant:acme", "capture_payment"],
+          ])
+            await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES (date_trunc('minute', now()), $1, $2, 'reserved', 1)`, [
+              op,
+              scope,
+            ]);
+        }),
+      );
+
+      await db.withSession((s) => migrate(s, { dir: all }));
+
+      const moved = await db.sql.query<{ user_id: string; action: string; idempotency_key: string; status: string; response_body: string }>(
+        `SELECT user_id::text AS user_id, action, idempotency_key, status, response_body FROM console_requests ORDER BY idempotency_key`,
+      );
+      // A pending console request had no provider of its own to wait for: it is kept as failed.
+      expect(moved).toEqual([
+        { user_id: userId, action: "records.resolve", idempotency_key: "k-1", status: "completed", response_body: '{"ok":true}' },
+        { user_id: userId, action: "records.reconcile", idempotency_key: "k-2", status: "failed", response_body: '{"ok":true}' },
+      ]);
+      const left = await db.sql.query<{ id: string }>(`SELECT id::text AS id FROM idempotency_records ORDER BY id`);
+      expect(left.map((r) => r.id)).toEqual([writers.id, lookalike[0].id]);
+      expect(left.map((r) => r.id)).not.toContain(pendingOne.id);
+      const events = await db.sql.query<{ scope: string }>(`SELECT scope FROM idempotency_events`);
+      expect(events).toEqual([{ scope: "tenant:acme" }]);
+      const rollups = await db.sql.query<{ scope: string }>(`SELECT DISTINCT scope FROM event_rollups UNION SELECT DISTINCT scope FROM event_rollup_tiers`);
+      expect(rollups.map((r) => r.scope)).toEqual(["tenant:acme"]);
+      // The census the next migration recounts agrees with the table.
+      const census = await db.sql.query<{ n: string }>(`SELECT COALESCE(sum("count"), 0)::text AS n FROM record_census`);
+      expect(census[0].n).toBe("2");
     });
   });
 });
