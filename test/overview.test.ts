@@ -587,6 +587,17 @@ describe("the background rollup refresher (lib/stats/refresher.ts)", () => {
       expect(warnings.join("\n")).toContain("off by 1 record(s)");
       expect(await r.runOnce()).toEqual({ status: "idle" }); // not due again for an hour
       await expectExact("after the census check", cases()[1][1]);
+      // The overview says what the check found, and when it ran (the banner reads this).
+      const res = await get("");
+      expect(res.status).toBe(200);
+      const census = ((await res.json()) as J).census;
+      expect(census.lastCheckDrift).toBe(1);
+      expect(Date.parse(census.verifiedAt)).toBeGreaterThan(Date.now() - 60_000);
+      expect(census.departures).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ kind: "deleted_outside", records: 1, description: expect.stringMatching(/other than the console's purge/) }),
+        ]),
+      );
     } finally {
       await r.stop();
     }
