@@ -307,6 +307,54 @@ describe("record detail", () => {
     expect(rec).toEqual({ version: 1, response_body: SECRET_BODY });
   });
 
+  it("headers a writer stored as an object (PHP's json_encode of an array) are masked the same, and revealed as pairs", async () => {
+    const store = new IdempotencyStore(db.prisma);
+    const r = await store.begin({ scope: "tenant:php", operation: "capture_payment", key: "object-headers-1", payload: { n: 2 } });
+    if (r.outcome !== "owner") throw new Error("setup");
+    await store.complete(r.record.id, { code: 201, headers: [], body: "{}" });
+    // What the independent PHP writer leaves: an object, a list value for a repeated header.
+    const objectHeaders = {
+      "Content-Type": "application/json",
+      "Set-Cookie": ["sid=obj-s3cr3t; Path=/", "lang=en"],
+      Authorization: "Bearer obj.secret.999",
+    };
+    await db.sql.query(`UPDATE idempotency_records SET response_headers = ${db.dialect.param(1)} WHERE id = ${db.dialect.param(2)}`, [
+      JSON.stringify(objectHeaders),
+      r.record.id,
+    ]);
+    const { token } = await tokenFor(db, ["support"]);
+    const res = await call((await detailRoute()).GET, `/api/v1/records/${r.record.id}`, token, {}, idParams(r.record.id));
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toMatch(/obj-s3cr3t|obj\.secret\.999|lang=en/);
+    const body = JSON.parse(text);
+    expect(body.response).toMatchObject({ access: "masked", headersShape: "object" });
+    // (jsonb and MySQL's JSON keep an object's keys in their own order: compared as sets.)
+    const sorted = (pairs: [string, string][]) => [...pairs].sort((a, b) => (a.join("\n") < b.join("\n") ? -1 : 1));
+    expect(sorted(body.response.headers)).toEqual(
+      sorted([
+        ["Content-Type", "application/json"],
+        ["Set-Cookie", `sid=${MASK}; Path=/`],
+        ["Set-Cookie", `lang=${MASK}`],
+        ["Authorization", `Bearer ${MASK}`],
+      ]),
+    );
+    expect(body.response.masked).toHaveLength(3);
+
+    const revealed = await reveal(r.record.id, token, { reason: "PHP service's record, ticket 5120" });
+    expect(revealed.status).toBe(200);
+    const shown = (await json(revealed)).response;
+    expect(shown).toMatchObject({ access: "revealed", headersShape: "object" });
+    expect(sorted(shown.headers)).toEqual(
+      sorted([
+        ["Content-Type", "application/json"],
+        ["Set-Cookie", "sid=obj-s3cr3t; Path=/"],
+        ["Set-Cookie", "lang=en"],
+        ["Authorization", "Bearer obj.secret.999"],
+      ]),
+    );
+  });
+
   it("reveal is refused — and audited — without a reason, without records.reveal, or without records.read_body", async () => {
     const before = (await auditOf(secretId)).length;
     const support = await tokenFor(db, ["support"]);
