@@ -3,7 +3,7 @@
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
 import { apiFetch } from "@/components/client/api";
-import { formatInstant } from "@/components/time/format";
+import { formatInstant } from "@/lib/time/format";
 import { useNow } from "@/components/time/When";
 
 /** The time zone setting: every time in the console, and every date input, uses it. */

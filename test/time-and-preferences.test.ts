@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatAge, formatInstant, inputToInstant, instantToInput, zoneLabel } from "@/components/time/format";
+import { formatAge, formatInstant, inputToInstant, instantToInput, zoneLabel } from "@/lib/time/format";
 import { provideDatabase } from "@/lib/db/client";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { queryBound } from "./helpers/sql";

@@ -28,7 +28,7 @@ import {
   useUrlFilters,
   OperationScopeFilters,
 } from "@/components/queue/read-ui";
-import { bucketLabeller } from "@/components/time/format";
+import { bucketLabeller } from "@/lib/time/format";
 import { ScrollBox } from "@/components/ScrollBox";
 
 /** GET /api/v1/conflicts as the browser receives it (the server's type; dates as strings). */

@@ -23,7 +23,7 @@ import {
   useUrlFilters,
   OperationScopeFilters,
 } from "@/components/queue/read-ui";
-import { bucketLabeller, formatInstant } from "@/components/time/format";
+import { bucketLabeller, formatInstant } from "@/lib/time/format";
 import { useTimeZone } from "@/components/time/When";
 import { ScrollBox } from "@/components/ScrollBox";
 

@@ -2,7 +2,7 @@
 
 import { Chart, type ChartSeries } from "@/components/charts/Chart";
 import { fmtInt } from "@/components/queue/read-ui";
-import { bucketLabeller } from "@/components/time/format";
+import { bucketLabeller } from "@/lib/time/format";
 import type { OverviewJson } from "./types";
 
 /** Event kinds, in the order a request lives through them, with the console's status colours where they apply. */

@@ -1,7 +1,7 @@
 "use client";
 
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
-import { DEFAULT_TIME_ZONE, formatAge, formatInstant, inputToInstant, instantToInput, zoneLabel } from "./format";
+import { DEFAULT_TIME_ZONE, formatAge, formatInstant, inputToInstant, instantToInput, zoneLabel } from "@/lib/time/format";
 
 /**
  * The one component that shows a moment: the absolute time in the user's time zone

@@ -3,6 +3,7 @@ import type { CompensationRow } from "../compensations/model";
 import { readSideConfig, thresholdFor, type StuckThresholds } from "../records/config";
 import { recordDetail, type BodyAccess, type RecordDetail, type TimelineEvent } from "../records/detail";
 import { buildMaskRules, maskText, type MaskRules } from "../records/mask";
+import { formatInstant } from "../time/format";
 
 /**
  * The story of an intent: what happened to one record, in plain sentences from its timeline —
@@ -34,32 +35,9 @@ export interface RecordStory {
 
 // --- Time, written as the console writes it ("2026-11-24 05:05:36 UTC", "… UTC+01:00") ----
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
+/** The one way the console writes a moment (lib/time/format.ts); an unknown zone falls back to UTC. */
 export function formatTime(d: Date, timeZone: string): string {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    try {
-      f = new Intl.DateTimeFormat("en-US", {
-        timeZone,
-        hourCycle: "h23",
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-        hour: "2-digit",
-        minute: "2-digit",
-        second: "2-digit",
-        timeZoneName: "longOffset",
-      });
-    } catch {
-      return formatTime(d, "UTC");
-    }
-    formatters.set(timeZone, f);
-  }
-  const parts = f.formatToParts(d);
-  const get = (t: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === t)?.value ?? "";
-  const m = /^GMT([+-]\d{2}:\d{2})$/.exec(get("timeZoneName"));
-  const zone = m && m[1] !== "+00:00" && m[1] !== "-00:00" ? `UTC${m[1]}` : "UTC";
-  return `${get("year")}-${get("month")}-${get("day")} ${get("hour") === "24" ? "00" : get("hour")}:${get("minute")}:${get("second")} ${zone}`;
+  return formatInstant(d, timeZone);
 }
 
 /** "2 d 3 h", "14 min 5 s", "0.8 s". */

@@ -5,7 +5,7 @@ import { Fragment, useState, type FormEvent } from "react";
 import { ActionNotice, useAction } from "@/components/client/use-action";
 import { apiFetch, retryUnlessClientError } from "@/components/client/api";
 import { queryKeys } from "@/components/client/query-keys";
-import { formatInstant } from "@/components/time/format";
+import { formatInstant } from "@/lib/time/format";
 import { useTimeZone, When } from "@/components/time/When";
 import type { TokenView } from "@/lib/auth/token-admin";
 

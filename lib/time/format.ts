@@ -1,5 +1,5 @@
 /**
- * THE way the console writes a moment: ISO-like absolute time in the user's time zone
+ * THE way the console writes a moment (screens and the record story alike): ISO-like absolute time in the user's time zone
  * ("2026-11-24 05:05:36 UTC", or "2026-11-24 06:05:36 UTC+01:00" for a user who chose
  * Europe/Berlin) with its age beside it ("3 h ago"), and the same wall-clock format in
  * date inputs. Plain functions (no React): server and client render the same text for
