@@ -15,6 +15,7 @@ test("admin sets the policy; operator dry-runs, holds a record, purges with a ty
   browser,
 }, testInfo) => {
   test.setTimeout(180_000);
+  const testStarted = Date.now();
 
   // --- The admin: the default policy keeps records 2 days after expiry, events 28 days.
   await signInAs(page, testInfo, "admin", "/retention");
@@ -92,9 +93,14 @@ test("admin sets the policy; operator dry-runs, holds a record, purges with a ty
   const active = op.getByTestId("active-run");
   await expect(active).toHaveAttribute("data-id", run.id);
   const seen = new Set<string>();
-  const deadline = Date.now() + 150_000;
-  while ((await active.getAttribute("data-state")) !== "completed") {
-    if (Date.now() > deadline) throw new Error("the purge did not complete in time");
+  // Until 15 s before the test's own timeout, so a purge that ends otherwise or never says how it stands.
+  const deadline = Date.now() + Math.max(10_000, testInfo.timeout - (Date.now() - testStarted) - 15_000);
+  const howItStands = async () => JSON.stringify(((await (await op.request.get("/api/v1/purges?limit=1")).json()) as { items: unknown[] }).items[0]);
+  for (;;) {
+    const state = await active.getAttribute("data-state");
+    if (state === "completed") break;
+    if (state === "failed" || state === "cancelled") throw new Error(`the purge ended ${state}: ${await howItStands()}`);
+    if (Date.now() > deadline) throw new Error(`the purge did not complete in time: ${await howItStands()}`);
     const records = active.getByTestId("run-records");
     if (await records.count()) {
       const text = await records.innerText().catch(() => "");

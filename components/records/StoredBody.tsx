@@ -2,6 +2,7 @@
 
 import type { ReactNode } from "react";
 import type { MaskedField } from "@/lib/records/mask";
+import { ScrollBox } from "@/components/ScrollBox";
 
 /**
  * A stored response body, pretty-printed when it is JSON, with the places the masker
@@ -162,7 +163,7 @@ export function StoredBody({ body, masked, mode, testId }: { body: string; maske
     if (m.path === "body" || m.path.startsWith("body.") || m.path.startsWith("body[")) marks.set(m.path, [...(marks.get(m.path) ?? []), m.rule]);
   const tree = body.trim() ? parseJsonText(body) : null;
   return (
-    <pre className="stored-body" data-testid={testId}>
+    <ScrollBox as="pre" className="stored-body" label="Stored response body" testId={testId}>
       {tree ? (
         render(tree, "body", "", marks, mode)
       ) : marks.has("body") && mode === "revealed" ? (
@@ -170,6 +171,6 @@ export function StoredBody({ body, masked, mode, testId }: { body: string; maske
       ) : (
         highlightText(body, mode)
       )}
-    </pre>
+    </ScrollBox>
   );
 }

@@ -4,6 +4,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tansta
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { Chart } from "@/components/charts/Chart";
 import { ApiError, apiFetch, newIdempotencyKey, retryUnlessClientError } from "@/components/client/api";
+import { ScrollBox } from "@/components/ScrollBox";
 import { queryKeys } from "@/components/client/query-keys";
 import { EmptyState, ErrorState, fmtDuration, fmtInt, When, SkeletonBlock, SkeletonRows, Stat, Tabs, useNow, useUrlFilters } from "@/components/queue/read-ui";
 import { BULK_RELEASE_LIMIT, releaseConfirmation } from "@/lib/redis/confirm";
@@ -520,9 +521,9 @@ function KeyLookup({ store }: { store: RedisStoreJson }) {
                       ) : k.response.access === "none" ? (
                         <span className="subtle">withheld (needs records.read_body)</span>
                       ) : (
-                        <pre className="rs-pre" data-testid="redis-lookup-body">
+                        <ScrollBox as="pre" className="rs-pre" label="Stored response" testId="redis-lookup-body">
                           {k.response.body}
-                        </pre>
+                        </ScrollBox>
                       )}
                     </td>
                   </tr>

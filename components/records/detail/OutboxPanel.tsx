@@ -40,7 +40,9 @@ function Outbox({ messages }: { messages: LooseRow[] }) {
                 ) : (
                   <details>
                     <summary className="mono truncate">{JSON.stringify(m.payload)}</summary>
-                    <pre className="stored-body">{JSON.stringify(m.payload, null, 2)}</pre>
+                    <ScrollBox as="pre" className="stored-body" label="Message payload">
+                      {JSON.stringify(m.payload, null, 2)}
+                    </ScrollBox>
                   </details>
                 )}
               </td>

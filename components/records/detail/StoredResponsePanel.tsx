@@ -4,6 +4,7 @@ import { useMutation } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { apiFetch } from "@/components/client/api";
 import { StoredBody } from "../StoredBody";
+import { ScrollBox } from "@/components/ScrollBox";
 import { Section, type RecordDetailJson, type RevealJson, type StoredResponseJson } from "./shared";
 
 /**
@@ -155,7 +156,9 @@ function ResponseView({ response, mode, testId }: { response: StoredResponseJson
       {response.headersUnreadable !== null ? (
         <div data-testid="headers-unreadable">
           <p className="subtle">Stored with the headers, but not a header (shown as stored{mode === "masked" ? ", masked" : ""}):</p>
-          <pre className="mono stored-body">{response.headersUnreadable}</pre>
+          <ScrollBox as="pre" className="mono stored-body" label="Stored headers, as stored">
+            {response.headersUnreadable}
+          </ScrollBox>
         </div>
       ) : null}
       {response.body === null ? (
