@@ -33,8 +33,7 @@ import type { PolicyRule } from "./rules";
  * A batch's candidates are read by primary key (FORCE INDEX): the window bounds what a batch
  * reads whatever the optimizer makes of THE condition — left to itself, MariaDB walks the
  * legal-hold index (legal_hold = 0, id in order) from its start, which is the whole table for
- * the last windows. Every statement that names the target table in THE condition qualifies its
- * columns with the table's own name (MariaDB's single-table DELETE takes no alias).
+ * the last windows. The DELETE is held to the primary key the same way (deleteStillEligibleSql).
  */
 
 const byId = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
@@ -77,7 +76,14 @@ export function eventCandidatesSql(rules: readonly PolicyRule[], asOf: Date, lo:
   };
 }
 
-/** DELETE of those of `ids` still eligible in `table` (THE condition, qualified by the table's name; exported for EXPLAIN in tests). */
+/**
+ * DELETE of those of `ids` still eligible in `table` (THE condition; exported for EXPLAIN in tests).
+ * Spelled as a multi-table DELETE for its FORCE INDEX (PRIMARY): it must visit the candidates and
+ * nothing else. Left to itself on a small or freshly grown table, MariaDB may walk the expiry index
+ * instead, and then waits for every row it passes that a writer holds — a reservation just inserted
+ * (its expiry already past) whose unique-key check waits in turn for a candidate this DELETE removes:
+ * a deadlock, with the writer as InnoDB's victim, again on every retry while the DELETE walks on.
+ */
 export function deleteStillEligibleSql(
   table: "idempotency_records" | "idempotency_events",
   rules: readonly PolicyRule[],
@@ -86,8 +92,8 @@ export function deleteStillEligibleSql(
 ): Statement {
   const p = new Params(MYSQL);
   const within = p.list(list);
-  const eligible = table === "idempotency_records" ? recordEligibleSql(rules, asOf, p, table) : eventEligibleSql(rules, asOf, p, table);
-  return { text: `DELETE FROM ${table} WHERE ${table}.id IN (${within}) AND ${eligible}`, values: p.values };
+  const eligible = table === "idempotency_records" ? recordEligibleSql(rules, asOf, p, "target") : eventEligibleSql(rules, asOf, p, "target");
+  return { text: `DELETE target FROM ${table} target FORCE INDEX (PRIMARY) WHERE target.id IN (${within}) AND ${eligible}`, values: p.values };
 }
 
 /** Deletes those of `candidates` still eligible; the ids it deleted (the candidates minus what is still there). */
