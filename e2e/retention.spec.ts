@@ -97,13 +97,15 @@ test("admin sets the policy; operator dry-runs, holds a record, purges with a ty
   const deadline = Date.now() + Math.max(10_000, testInfo.timeout - (Date.now() - testStarted) - 15_000);
   const howItStands = async () => JSON.stringify(((await (await op.request.get("/api/v1/purges?limit=1")).json()) as { items: unknown[] }).items[0]);
   for (;;) {
-    const state = await active.getAttribute("data-state");
+    const state = await active.getAttribute("data-state", { timeout: 10_000 });
     if (state === "completed") break;
     if (state === "failed" || state === "cancelled") throw new Error(`the purge ended ${state}: ${await howItStands()}`);
     if (Date.now() > deadline) throw new Error(`the purge did not complete in time: ${await howItStands()}`);
+    // The progress line is gone the moment the run ends (the panel then shows its summary): a read
+    // that waited for it would wait for the test's timeout (last CI), so each read waits 1 s at most.
     const records = active.getByTestId("run-records");
     if (await records.count()) {
-      const text = await records.innerText().catch(() => "");
+      const text = await records.innerText({ timeout: 1000 }).catch(() => "");
       if (text && seen.size === 1 && !seen.has(text)) await op.screenshot({ path: testInfo.outputPath("retention-progress.png"), fullPage: true });
       if (text) seen.add(text);
     }
