@@ -1,12 +1,14 @@
 /**
- * Retention purge benchmark against a real Postgres server (a benchmark, not a timed test).
+ * Retention purge benchmark against a real database server (a benchmark, not a timed test):
+ * PostgreSQL, or MySQL/MariaDB for a mysql:// URL.
  *
  *   DATABASE_URL=postgresql://… npm run bench:purge -- [--records 200000] [--events-per-record 3] [--days 60]
  *       [--batch-size 1000] [--pause-ms 20] [--writers 4] [--baseline-seconds 10] [--fill-concurrency N] [--seed 1] [--keep]
+ *   DATABASE_URL=mysql://root@127.0.0.1:3306/x npm run bench:purge -- …   (the same on MariaDB)
  *
  * 1. A throwaway database `ic_bench_<timestamp>` (or BENCH_DATABASE_URL as is), filled with
  *    lib/demo/bulk.ts (records spread over --days days, 3 events each), events rolled up,
- *    VACUUM (ANALYZE) + CHECKPOINT; policies: default — records 7 days after expiry, events
+ *    VACUUM (ANALYZE) + CHECKPOINT (MySQL: ANALYZE TABLE); policies: default — records 7 days after expiry, events
  *    30 days; capture_payment — 14 and 30 days.
  * 2. EXPLAIN of the purge's batch statements at that size (which indexes they use).
  * 3. A writer — `--writers` lanes of begin + complete through the protocol library
@@ -18,19 +20,23 @@
  *    (so the same rows: the counts are compared).
  */
 import { availableParallelism } from "node:os";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { Database } from "@/lib/db/client";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { countEligible } from "@/lib/retention/dry-run";
-import { eventEligibleSql, recordEligibleSql } from "@/lib/retention/eligibility.postgres";
+import * as pgEligibility from "@/lib/retention/eligibility.postgres";
+import * as mysqlEligibility from "@/lib/retention/eligibility.mysql";
 import { loadRules, type PolicyRule } from "@/lib/retention/rules";
 import { startPurge } from "@/lib/retention/runs";
-import { eventDeleteSql, recordCandidatesSql } from "@/lib/retention/purge-store.postgres";
+import * as pgPurge from "@/lib/retention/purge-store.postgres";
+import * as mysqlPurge from "@/lib/retention/purge-store.mysql";
 import { windowFor, workRun } from "@/lib/retention/worker";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase } from "./common";
+import { MYSQL } from "@/lib/db/dialect";
 import { Params } from "@/lib/db/params";
+import { execute, type SqlExecutor } from "@/lib/db/sql";
 
 interface Args {
   records: number;
@@ -123,8 +129,12 @@ async function writer(db: Database, lanes: number, label: string, until: Promise
   return { ops: latencies.length, seconds: (performance.now() - started) / 1000, latencies, errors };
 }
 
-/** The scan nodes of a statement's plan (EXPLAIN, not executed). */
+/** The scan nodes of a statement's plan (EXPLAIN, not executed): PostgreSQL's JSON plan, MySQL's table rows. */
 async function planOf(db: Database, text: string, values: unknown[]): Promise<string> {
+  if (db.dialect.name === "mysql") {
+    const rows = await db.sql.query<{ table: string | null; type: string | null; key: string | null }>(`EXPLAIN ${text}`, values);
+    return [...new Set(rows.map((r) => `${r.type ?? "?"} ${r.key ?? r.table ?? ""}`.trim()))].join("; ");
+  }
   const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
   const scans: string[] = [];
   const walk = (n: PlanNode) => {
@@ -143,21 +153,49 @@ interface PlanNode {
 }
 
 async function explainBatches(db: Database, rules: PolicyRule[], asOf: Date, batchSize: number) {
-  console.log(`\nEXPLAIN of the purge's statements at this size (scan nodes):`);
-  const rec = recordCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
-  console.log(`  records batch (SELECT … FOR UPDATE): ${await planOf(db, rec.text, rec.values)}`);
-  const ev = eventDeleteSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
-  // EXPLAIN without ANALYZE does not execute the DELETE.
-  console.log(`  events batch (DELETE): ${await planOf(db, ev.text, ev.values)}`);
+  const mysql = db.dialect.name === "mysql";
+  console.log(`\nEXPLAIN of the purge's statements at this size (${mysql ? "table accesses" : "scan nodes"}):`);
+  const rec = (mysql ? mysqlPurge : pgPurge).recordCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
+  console.log(`  records batch (${mysql ? "candidates" : "SELECT … FOR UPDATE"}): ${await planOf(db, rec.text, rec.values)}`);
+  if (mysql) {
+    const ev = mysqlPurge.eventCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
+    console.log(`  events batch (candidates): ${await planOf(db, ev.text, ev.values)}`);
+    const ids = (await db.sql.query<{ id: bigint }>(rec.text, rec.values)).map((r) => BigInt(r.id));
+    const del = mysqlPurge.deleteStillEligibleSql("idempotency_records", rules, asOf, ids);
+    console.log(`  records batch (DELETE of ${fmt(ids.length)} candidates): ${await planOf(db, del.text, del.values)}`);
+  } else {
+    const ev = pgPurge.eventDeleteSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
+    // EXPLAIN without ANALYZE does not execute the DELETE.
+    console.log(`  events batch (DELETE): ${await planOf(db, ev.text, ev.values)}`);
+  }
   for (const rule of rules) {
-    const c = new Params();
-    const q = `SELECT count(*) FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, c, "r", rule)}`;
+    const c = new Params(db.dialect);
+    const eligible = mysql ? mysqlEligibility.recordEligibleSql : pgEligibility.recordEligibleSql;
+    const q = `SELECT count(*) FROM idempotency_records r WHERE ${eligible(rules, asOf, c, "r", rule)}`;
     console.log(`  dry-run count, policy ${rule.operation ?? "(default)"}: ${await planOf(db, q, c.values)}`);
   }
 }
 
+const settledBy = (db: Database) => (db.dialect.name === "mysql" ? "" : "VACUUM (ANALYZE) + ");
+
+/** The raw SQL floor: one DELETE of every eligible row of `table` (in the caller's transaction); rows deleted. */
+async function rawDelete(db: Database, s: SqlExecutor, table: "idempotency_records" | "idempotency_events", rules: PolicyRule[], asOf: Date): Promise<number> {
+  const records = table === "idempotency_records";
+  if (db.dialect.name === "mysql") {
+    const p = new Params(MYSQL);
+    const eligible = records ? mysqlEligibility.recordEligibleSql(rules, asOf, p, "target") : mysqlEligibility.eventEligibleSql(rules, asOf, p, "target");
+    return (await execute(s, `DELETE target FROM ${table} target WHERE ${eligible}`, p.values)).affectedRows;
+  }
+  const p = new Params();
+  const eligible = records ? pgEligibility.recordEligibleSql(rules, asOf, p, "t") : pgEligibility.eventEligibleSql(rules, asOf, p, "t");
+  const [row] = await s.query<{ n: bigint }>(`WITH d AS (DELETE FROM ${table} t WHERE ${eligible} RETURNING 1) SELECT count(*)::bigint AS n FROM d`, p.values);
+  return Number(row.n);
+}
+
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
+  // The purge audits its start and finish: a throwaway database's chain gets a throwaway key.
+  process.env.AUDIT_HMAC_KEY ??= randomBytes(48).toString("base64url");
   return withBenchDatabase("bench:purge", { keep: args.keep, poolSize: args.writers + args.fillConcurrency + 6 }, async (db) => {
     console.log(`\nfilling ${fmt(args.records)} records × ${args.eventsPerRecord} events over ${args.days} days…`);
     const fill = await bulkGenerate(db.sql, {
@@ -174,7 +212,7 @@ async function main(): Promise<number> {
     await db.sql.query(
       `INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, updated_by_label) VALUES (NULL, 7, 30, 'bench'), ('capture_payment', 14, 30, 'bench')`,
     );
-    console.log(`  ${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items"])} after VACUUM (ANALYZE)`);
+    console.log(`  ${settledBy(db)}${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items"])}`);
 
     const rules = await loadRules(db.sql);
     const asOf = new Date();
@@ -194,27 +232,19 @@ async function main(): Promise<number> {
     const rawDone = db.withSession(async (s) => {
       await s.exec("BEGIN");
       try {
-        const rp = new Params();
         let t = performance.now();
-        const r = await s.query<{ n: bigint }>(
-          `WITH d AS (DELETE FROM idempotency_records r WHERE ${recordEligibleSql(rules, asOf, rp, "r")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`,
-          rp.values,
-        );
+        const records = await rawDelete(db, s, "idempotency_records", rules, asOf);
         const recordsMs = performance.now() - t;
-        const ep = new Params();
         t = performance.now();
-        const e = await s.query<{ n: bigint }>(
-          `WITH d AS (DELETE FROM idempotency_events e WHERE ${eventEligibleSql(rules, asOf, ep, "e")} RETURNING 1) SELECT count(*)::bigint AS n FROM d`,
-          ep.values,
-        );
-        raw = { records: Number(r[0].n), events: Number(e[0].n), recordsMs, eventsMs: performance.now() - t };
+        const events = await rawDelete(db, s, "idempotency_events", rules, asOf);
+        raw = { records, events, recordsMs, eventsMs: performance.now() - t };
       } finally {
         await s.exec("ROLLBACK");
       }
     });
     const duringRaw = await writer(db, args.writers, "raw", rawDone);
     await rawDone;
-    console.log(`  ${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "outbox_messages"])} after VACUUM (ANALYZE)`);
+    console.log(`  ${settledBy(db)}${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "outbox_messages"])}`);
 
     // 3. The purge, with the writer running.
     console.log(`purge (batches of ${fmt(args.batchSize)}, ${args.pauseMs} ms pause) with the writer running…`);
