@@ -4,7 +4,7 @@
  * dialect's way of saying what a statement read (PostgreSQL's EXPLAIN ANALYZE, MariaDB's
  * ANALYZE FORMAT=JSON). The lib side is the console's own code, the same on both databases.
  */
-import { MYSQL, POSTGRES, type Dialect } from "@/lib/db/dialect";
+import { byDialect, MYSQL, POSTGRES, type Dialect, type HasDialect } from "@/lib/db/dialect";
 import { Params, type Statement } from "@/lib/db/params";
 import type { SqlExecutor } from "@/lib/db/sql";
 import type { SearchInput } from "@/lib/records/search";
@@ -407,4 +407,4 @@ function describeScans(scans: Map<string, number>): string {
   return [...scans.entries()].map(([k, v]) => `${k} (${fmt(v)})`).join(", ");
 }
 
-export const readFloors = (dialect: Dialect): ReadFloors => (dialect.name === "mysql" ? mysql : postgres);
+export const readFloors = (on: HasDialect): ReadFloors => byDialect(on, { postgres, mysql });

@@ -33,6 +33,7 @@
  */
 import { availableParallelism } from "node:os";
 import type { Database } from "@/lib/db/client";
+import { byDialect } from "@/lib/db/dialect";
 import type { Statement } from "@/lib/db/params";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { databaseSize, fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase, withDeferredIndexes } from "./common";
@@ -102,13 +103,20 @@ async function time<T>(runs: number, fn: () => Promise<T>): Promise<{ ms: number
 
 /** The console's own statements in the database's dialect (for the per-statement breakdowns). */
 function dialectSql(db: Database) {
-  const mysql = db.dialect.name === "mysql";
-  return {
-    overviewSql: mysql ? mysqlStats.overviewSql : pgStats.overviewSql,
-    statusCountsSql: mysql ? mysqlStats.statusCountsSql : pgStats.statusCountsSql,
-    recordCensusSql: mysql ? mysqlCensus.recordCensusSql : pgCensus.recordCensusSql,
-    eventCountsSql: mysql ? mysqlRollups.eventCountsSql : pgRollups.eventCountsSql,
-  };
+  return byDialect(db, {
+    postgres: {
+      overviewSql: pgStats.overviewSql,
+      statusCountsSql: pgStats.statusCountsSql,
+      recordCensusSql: pgCensus.recordCensusSql,
+      eventCountsSql: pgRollups.eventCountsSql,
+    },
+    mysql: {
+      overviewSql: mysqlStats.overviewSql,
+      statusCountsSql: mysqlStats.statusCountsSql,
+      recordCensusSql: mysqlCensus.recordCensusSql,
+      eventCountsSql: mysqlRollups.eventCountsSql,
+    },
+  });
 }
 
 const cut = (text: string, n: number) => (text.length > n ? `${text.slice(0, n - 3)}…` : text);
@@ -272,7 +280,7 @@ async function metricsBench(db: Database, floors: ReadFloors, args: Args) {
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   return withBenchDatabase("bench:read", { keep: args.keep, poolSize: Math.max(4, args.fillConcurrency + 2) }, async (db) => {
-    const floors = readFloors(db.dialect);
+    const floors = readFloors(db);
     const [{ n: existing }] = await db.sql.query<{ n: bigint | number }>(floors.anyRecord);
     if (Number(existing) === 0) {
       console.log(`\nloading ${fmt(args.records)} records × ${args.eventsPerRecord} events (lib/demo/bulk.ts, ${args.fillConcurrency} batches at a time)…`);
