@@ -10,6 +10,7 @@ import { refreshRollups } from "@/lib/stats/rollups";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 import { MYSQL } from "@/lib/db/dialect";
 import { Params } from "@/lib/db/params";
+import { fillMysqlExplainDataset } from "./helpers/mysql-explain-dataset";
 
 /**
  * The purge's statements use indexes at a decent size (40,000 records and 120,000 events,
@@ -96,35 +97,10 @@ describe.skipIf(!usingPostgres)("purge statements use indexes (40k records, afte
 
 // --- MySQL / MariaDB ---------------------------------------------------------------------
 
-/** 0–9, for numbering rows without generate_series (MySQL 8 caps recursive CTEs at 1000 rows). */
-const DIGITS = `(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
-  UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)`;
-
 /** 40,000 records over 60 days (a tenth of them per status but completed), 3 events each, all rolled up, policies, ANALYZE. */
 async function mysqlDataset() {
   db = await createTestDatabase();
-  const p = new Params(MYSQL);
-  const at = p.time(now);
-  await db.sql.query(
-    `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
-     SELECT CONCAT('tenant:t', n % 50), ELT(1 + n % 4, 'create_order', 'capture_payment', 'accept_webhook', 'refund_payment'),
-            CONCAT('explain-', n), 'h', ELT(1 + n % 10, 'completed', 'completed', 'completed', 'completed', 'completed', 'completed',
-            'completed', 'failed', 'pending', 'processing'),
-            t, t, t + INTERVAL 1 DAY
-       FROM (SELECT n, ${at} - INTERVAL (n * 129) SECOND AS t
-               FROM (SELECT a.d + 10 * b.d + 100 * c.d + 1000 * d.d + 10000 * e.d AS n
-                       FROM ${DIGITS} a, ${DIGITS} b, ${DIGITS} c, ${DIGITS} d, ${DIGITS} e) x
-              WHERE n < 40000) y
-      ORDER BY n`,
-    p.values,
-  );
-  await db.sql.query(
-    `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind, payload_hash, occurred_at)
-     SELECT r.id, r.scope, r.operation, r.idempotency_key, ELT(1 + k.d, 'reserved', 'completed', 'replayed'), r.payload_hash,
-            r.created_at + INTERVAL k.d MINUTE
-       FROM idempotency_records r CROSS JOIN (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2) k
-      ORDER BY r.id, k.d`,
-  );
+  await fillMysqlExplainDataset(db.sql, now);
   // What THE condition asks about, at a size where the optimizer has to choose: an open item per
   // pending record, an outbox message per fourth record (most of them sent).
   await db.sql.query(
