@@ -34,13 +34,17 @@ export const TOUCHED_SQL = `SELECT e.record_id AS id FROM idempotency_events e
 
 /**
  * For records `ids` (a subquery of id): +1 where each is now, −1 where its member is
- * counted, as rows (operation, expires_at, n): a join from the ids, a primary-key probe each.
+ * counted, as rows (operation, expires_at, n). The ids are read once and drive the join
+ * (a LEFT JOIN keeps them first: MariaDB, expecting many ids — after a bulk load leaves
+ * thousands of gaps — would otherwise walk a whole index of the records or the members and
+ * probe the ids); each row then becomes its + and − rows through a two-row table.
  */
-const correctionSql = (ids: string) => `SELECT r.operation AS operation, r.expires_at AS expires_at, 1 AS n FROM (${ids}) t
-         JOIN idempotency_records r ON r.id = t.id
-        UNION ALL
-        SELECT m.operation, m.expires_hour, -1 FROM (${ids}) t
-         JOIN record_census_members m ON m.record_id = t.id`;
+const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.operation) AS operation,
+              IF(s.sign = 1, r.expires_at, m.expires_hour) AS expires_at, s.sign AS n
+         FROM (${ids}) t
+         LEFT JOIN idempotency_records r ON r.id = t.id
+         LEFT JOIN record_census_members m ON m.record_id = t.id
+         JOIN (SELECT 1 AS sign UNION ALL SELECT -1) s ON IF(s.sign = 1, r.id, m.record_id) IS NOT NULL`;
 
 /**
  * Exact record counts per interval of expires_at and per operation, in one statement (InnoDB
