@@ -38,7 +38,10 @@ export interface ReadFloors {
   /** A record in the middle of the table with a provider reference (the search cases' sample). */
   sample(mid: bigint): Statement;
   search(sample: { key: string; scope: string; ref: string | null }): SearchCase[];
-  stuck(s: SqlExecutor, kind: "stuck" | "all", stuckSeconds: number): Promise<unknown>;
+  /** The queue's first page (51 records) as the screen shows it: each with its newest open reconciliation item. */
+  queuePage(s: SqlExecutor, kind: "stuck" | "all", stuckSeconds: number): Promise<unknown>;
+  /** The queue's tab counts: stuck, pending, open items, other records with open items, oldest pending and stuck. */
+  queueCounts(s: SqlExecutor, stuckSeconds: number): Promise<unknown>;
   metrics(s: SqlExecutor): Promise<unknown>;
   /** `n` new events spread over the last minute (the refresher's steady-state cost). */
   freshEvents(n: number): Statement;
@@ -170,16 +173,20 @@ const postgres: ReadFloors = {
       ["newest records, status=pending", { status: "pending" }, `SELECT ${SEARCH_COLUMNS} FROM idempotency_records WHERE status = 'pending' ${NEWEST}`, []],
     ];
   },
-  async stuck(s, kind, stuckSeconds) {
+  queuePage(s, kind, stuckSeconds) {
     const stuck = `SELECT * FROM idempotency_records WHERE status = 'processing' AND updated_at < now() - make_interval(secs => $1)`;
-    const page = await s.query(kind === "stuck" ? `${stuck} ORDER BY updated_at, id LIMIT 51` : queueUnion(stuck), [stuckSeconds]);
-    const [counts] = await s.query(
-      `SELECT (SELECT count(*) FROM idempotency_records WHERE status = 'processing' AND updated_at < now() - make_interval(secs => $1)) AS stuck,
-              (SELECT count(*) FROM idempotency_records WHERE status = 'pending') AS pending,
-              (SELECT count(*) FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) AS open`,
+    return s.query(
+      `SELECT q.*, ri.id AS ri_id, ri.state AS ri_state, ri.attempts AS ri_attempts, ri.next_check_at AS ri_next_check_at
+         FROM (${kind === "stuck" ? `${stuck} ORDER BY updated_at, id LIMIT 51` : queueUnion(stuck)}) q
+         LEFT JOIN LATERAL (SELECT * FROM reconciliation_items i WHERE i.record_id = q.id AND i.state IN (${OPEN_STATES})
+                             ORDER BY i.created_at DESC, i.id DESC LIMIT 1) ri ON TRUE
+        ORDER BY q.updated_at, q.id`,
       [stuckSeconds],
     );
-    return { page, counts };
+  },
+  queueCounts(s, stuckSeconds) {
+    const stuck = `status = 'processing' AND updated_at < now() - make_interval(secs => $1)`;
+    return s.query(queueCountsText(stuck), [stuckSeconds]);
   },
   metrics(s) {
     return s.query(
@@ -331,16 +338,20 @@ const mysql: ReadFloors = {
       ["newest records, status=pending", { status: "pending" }, `SELECT ${SEARCH_COLUMNS} FROM idempotency_records WHERE status = 'pending' ${NEWEST}`, []],
     ];
   },
-  async stuck(s, kind, stuckSeconds) {
-    const secs = Math.floor(stuckSeconds);
-    const stuck = `SELECT * FROM idempotency_records WHERE status = 'processing' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL ${secs} SECOND`;
-    const page = await s.query(kind === "stuck" ? `${stuck} ORDER BY updated_at, id LIMIT 51` : queueUnion(stuck));
-    const [counts] = await s.query(
-      `SELECT (SELECT COUNT(*) FROM idempotency_records WHERE status = 'processing' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL ${secs} SECOND) AS stuck,
-              (SELECT COUNT(*) FROM idempotency_records WHERE status = 'pending') AS pending,
-              (SELECT COUNT(*) FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual')) AS open`,
+  queuePage(s, kind, stuckSeconds) {
+    const stuck = `SELECT * FROM idempotency_records WHERE status = 'processing' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL ${Math.floor(stuckSeconds)} SECOND`;
+    // No LATERAL in MariaDB: the newest open item's id by a correlated subquery, then its row.
+    return s.query(
+      `SELECT q.*, ri.id AS ri_id, ri.state AS ri_state, ri.attempts AS ri_attempts, ri.next_check_at AS ri_next_check_at
+         FROM (SELECT q.*, (SELECT i.id FROM reconciliation_items i WHERE i.record_id = q.id AND i.state IN (${OPEN_STATES})
+                             ORDER BY i.created_at DESC, i.id DESC LIMIT 1) AS item_id
+                 FROM (${kind === "stuck" ? `${stuck} ORDER BY updated_at, id LIMIT 51` : queueUnion(stuck)}) q) q
+         LEFT JOIN reconciliation_items ri ON ri.id = q.item_id
+        ORDER BY q.updated_at, q.id`,
     );
-    return { page, counts };
+  },
+  queueCounts(s, stuckSeconds) {
+    return s.query(queueCountsText(`status = 'processing' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL ${Math.floor(stuckSeconds)} SECOND`));
   },
   async metrics(s) {
     const events = await s.query(`SELECT operation, kind, COUNT(*) AS n FROM idempotency_events GROUP BY operation, kind`);
@@ -370,12 +381,25 @@ const mysql: ReadFloors = {
 };
 
 /** The queue's first page of everything it lists: stuck, pending, settled with open reconciliation. */
+const OPEN_STATES = `'open', 'checking', 'needs_manual'`;
+
+/** The queue's tab counts in one statement (the same text in both dialects), `stuck` the stuck condition. */
+function queueCountsText(stuck: string): string {
+  return `SELECT (SELECT COUNT(*) FROM idempotency_records WHERE ${stuck}) AS stuck,
+                 (SELECT COUNT(*) FROM idempotency_records WHERE status = 'pending') AS pending,
+                 (SELECT COUNT(*) FROM reconciliation_items WHERE state IN (${OPEN_STATES})) AS open,
+                 (SELECT COUNT(DISTINCT i.record_id) FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+                   WHERE i.state IN (${OPEN_STATES}) AND r.status NOT IN ('processing', 'pending')) AS other,
+                 (SELECT MIN(updated_at) FROM idempotency_records WHERE status = 'pending') AS oldest_pending,
+                 (SELECT MIN(updated_at) FROM idempotency_records WHERE ${stuck}) AS oldest_stuck`;
+}
+
 function queueUnion(stuck: string): string {
   return `SELECT * FROM (
              (${stuck} ORDER BY updated_at, id LIMIT 51)
              UNION ALL (SELECT * FROM idempotency_records WHERE status = 'pending' ORDER BY updated_at, id LIMIT 51)
              UNION ALL (SELECT r.* FROM idempotency_records r WHERE r.status NOT IN ('processing', 'pending')
-                          AND r.id IN (SELECT record_id FROM reconciliation_items WHERE state IN ('open', 'checking', 'needs_manual'))
+                          AND r.id IN (SELECT record_id FROM reconciliation_items WHERE state IN (${OPEN_STATES}))
                         ORDER BY updated_at, id LIMIT 51)
            ) q ORDER BY updated_at, id LIMIT 51`;
 }

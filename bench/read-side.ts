@@ -22,7 +22,8 @@
  *    - search (lib/records/search.ts) vs hand-written SQL, and (PostgreSQL) the same SQL with index
  *      scans disabled (what the indexes buy);
  *    - the record-side counts (by status, expired not purged) vs the plain GROUP BY;
- *    - the stuck list (lib/records/queue.ts) vs hand-written SQL, likewise;
+ *    - the queue (lib/records/queue.ts): its first page and its tab counts vs hand-written SQL
+ *      giving the screen the same rows and numbers, likewise;
  *    - GET /api/metrics (lib/stats/metrics.ts) vs raw counts;
  *    - refreshRollups on fresh traffic (1k/10k/50k new events): the refresher's cost per tick
  *      (throwaway database only: it adds events).
@@ -38,7 +39,8 @@ import type { Statement } from "@/lib/db/params";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { databaseSize, fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase, withDeferredIndexes } from "./common";
 import { readSideConfig } from "@/lib/records/config";
-import { stuckAndPending } from "@/lib/records/queue";
+import { queueSummary, stuckAndPending } from "@/lib/records/queue";
+import { queueStore } from "@/lib/records/queue-store";
 import { searchRecords } from "@/lib/records/search";
 import { renderMetrics } from "@/lib/stats/metrics";
 import { inSnapshot, overviewReads, overviewStats, seriesStep, type OverviewInput } from "@/lib/stats/overview";
@@ -255,17 +257,26 @@ async function searchBench(db: Database, floors: ReadFloors, args: Args) {
 }
 
 async function queueBench(db: Database, floors: ReadFloors, args: Args) {
-  const seconds = readSideConfig().stuck.defaultSeconds;
+  const thresholds = readSideConfig().stuck;
+  const seconds = thresholds.defaultSeconds;
   const without = floors.withoutIndexes;
-  console.log(`\nstuck list — lib/records/queue.ts stuckAndPending vs hand-written SQL (first page + the queue's counts; median of ${args.runs})`);
+  console.log(
+    `\nqueue — lib/records/queue.ts vs hand-written SQL for what the screen shows (median of ${args.runs}): the first page (50 records, each with its newest open reconciliation item) and the tab counts (stuck, pending, open items, other records with open items, the oldest pending and stuck)`,
+  );
   const rows: string[][] = [];
   for (const kind of ["stuck", "all"] as const) {
-    const lib = await time(args.runs, () => stuckAndPending(db.sql, { kind, limit: 50 }));
-    const raw = await time(args.runs, () => db.withSession((s) => floors.stuck(s, kind, seconds)));
-    const scan = without ? ms((await time(1, () => db.withSession((s) => without(s, () => floors.stuck(s, kind, seconds))))).ms) : "—";
-    rows.push([kind === "stuck" ? "stuck only" : "stuck + pending + reconciliation", ms(lib.ms), ms(raw.ms), scan, fmt(lib.result.summary.stuck)]);
+    const lib = await time(args.runs, () => queueStore(db.sql).page({ kind, limit: 50 }, thresholds, new Date()));
+    const raw = await time(args.runs, () => db.withSession((s) => floors.queuePage(s, kind, seconds)));
+    const scan = without ? ms((await time(1, () => db.withSession((s) => without(s, () => floors.queuePage(s, kind, seconds))))).ms) : "—";
+    rows.push([kind === "stuck" ? "page: stuck" : "page: stuck + pending + reconciliation", ms(lib.ms), ms(raw.ms), scan, fmt(lib.result.length)]);
   }
-  table(["queue", "lib ms", "raw SQL ms", "raw SQL, no index ms", "stuck"], rows);
+  const lib = await time(args.runs, () => queueSummary(db.sql, thresholds, new Date()));
+  const raw = await time(args.runs, () => db.withSession((s) => floors.queueCounts(s, seconds)));
+  const scan = without ? ms((await time(1, () => db.withSession((s) => without(s, () => floors.queueCounts(s, seconds))))).ms) : "—";
+  rows.push(["tab counts", ms(lib.ms), ms(raw.ms), scan, `${fmt(lib.result.stuck)} stuck`]);
+  const whole = await time(args.runs, () => stuckAndPending(db.sql, { kind: "stuck", limit: 50 }));
+  rows.push(["the screen's call (stuckAndPending: page ∥ counts)", ms(whole.ms), "—", "—", ""]);
+  table(["queue", "lib ms", "raw SQL ms", "raw SQL, no index ms", "rows"], rows);
 }
 
 async function metricsBench(db: Database, floors: ReadFloors, args: Args) {
