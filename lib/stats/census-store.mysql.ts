@@ -54,13 +54,12 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
  *
  * The shape differs from PostgreSQL's where MariaDB would cost more: MariaDB computes a CTE
  * again at every reference, so the whole hours of every interval are one join of the
- * intervals (`iv`) with the census and with the correction, which is computed once; and a
- * partial hour is one range of expires_at grouped by operation (a correlated count per
- * operation, as PostgreSQL's, would read that range once per operation: MariaDB cannot
- * range over (operation, expires_at) with the operation from the outer row). Without an
- * operation filter that range reads the rows (expires_at's index has no operation), < 1
- * hour of records each; with one, it is a range of (operation, expires_at) alone
- * (EXPLAIN: test/record-census.test.ts).
+ * intervals (`iv`) with the census and with the correction, which is computed once; and the
+ * partial hours at the edges are ranges of (operation, expires_at), index only, per operation
+ * (a correlated count per operation, as PostgreSQL's, would read the operation's whole part
+ * of the index: MariaDB does not range over (operation, expires_at) with the operation from
+ * the outer row; a join with the operation compared as a range does). A range of expires_at
+ * alone would read the rows: that index has no operation (EXPLAIN: test/record-census.test.ts).
  */
 export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string } = {}): Statement {
   const p = new Params(MYSQL);
@@ -93,15 +92,30 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
         ${correctionSql(TOUCHED_SQL)}
       ) k JOIN iv ON ${inIv("k.expires_at")}${op !== undefined ? ` WHERE k.operation = ${p.add(op)}` : ""}`,
   ];
-  for (const e of partial) {
-    if (!(e.lo < e.hi)) continue;
-    const name = p.add(e.name); // before the range's values: they bind in text order
-    const range = [
-      ...(Number.isFinite(e.lo) ? [`r.expires_at >= ${p.add(new Date(e.lo))}`] : []),
-      ...(Number.isFinite(e.hi) ? [`r.expires_at < ${p.add(new Date(e.hi))}`] : []),
-    ];
+  const edges = partial.filter((e) => e.lo < e.hi);
+  if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a partial hour has an open end");
+  if (op !== undefined) {
+    for (const e of edges) {
+      const name = p.add(e.name); // before the range's values: they bind in text order
+      branches.push(
+        `SELECT ${name}, r.operation, COUNT(*) FROM idempotency_records r
+          WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(e.lo))} AND r.expires_at < ${p.add(new Date(e.hi))} GROUP BY r.operation`,
+      );
+    }
+  } else if (edges.length) {
+    // Every operation's range of (operation, expires_at), index only: the operations by a loose
+    // scan of that index (one entry per operation), each edge a range per operation. The
+    // operation is compared as a range (>= and <=), not by equality: equality would make
+    // MariaDB read the operation's whole part of the index (ref) and filter; a range lets it
+    // choose a range of both columns per row of the edges ("range checked for each record").
+    const edgeRows = edges.map((e) => `SELECT ${p.add(e.name)} AS name, ${bound(e.lo)} AS lo, ${bound(e.hi)} AS hi`).join(" UNION ALL ");
     branches.push(
-      `SELECT ${name}, r.operation, COUNT(*) FROM idempotency_records r WHERE ${[...range, ...(op !== undefined ? [`r.operation = ${p.add(op)}`] : [])].join(" AND ")} GROUP BY r.operation`,
+      `SELECT STRAIGHT_JOIN pe.name, o.operation, COUNT(*)
+         FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
+         JOIN (${edgeRows}) pe
+         JOIN idempotency_records r
+           ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pe.lo AND r.expires_at < pe.hi
+        GROUP BY pe.name, o.operation`,
     );
   }
   const text = `WITH iv AS (${ivRows})
