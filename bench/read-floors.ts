@@ -7,6 +7,7 @@
 import { byDialect, MYSQL, POSTGRES, type Dialect, type HasDialect } from "@/lib/db/dialect";
 import { Params, type Statement } from "@/lib/db/params";
 import type { SqlExecutor } from "@/lib/db/sql";
+import { OPEN_RECONCILIATION_STATES } from "@/lib/kernel/vocabulary";
 import type { SearchInput } from "@/lib/records/search";
 import type { OverviewInput } from "@/lib/stats/overview";
 import { bin } from "@/lib/stats/rollup-store.mysql";
@@ -380,8 +381,8 @@ const mysql: ReadFloors = {
   anyRecord: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM idempotency_records LIMIT 1) x`,
 };
 
-/** The queue's first page of everything it lists: stuck, pending, settled with open reconciliation. */
-const OPEN_STATES = `'open', 'checking', 'needs_manual'`;
+/** The open reconciliation states as SQL literals (the kernel's list). */
+const OPEN_STATES = OPEN_RECONCILIATION_STATES.map((state) => `'${state}'`).join(", ");
 
 /** The queue's tab counts in one statement (the same text in both dialects), `stuck` the stuck condition. */
 function queueCountsText(stuck: string): string {
@@ -394,6 +395,7 @@ function queueCountsText(stuck: string): string {
                  (SELECT MIN(updated_at) FROM idempotency_records WHERE ${stuck}) AS oldest_stuck`;
 }
 
+/** The queue's first page of everything it lists: stuck, pending, settled with open reconciliation. */
 function queueUnion(stuck: string): string {
   return `SELECT * FROM (
              (${stuck} ORDER BY updated_at, id LIMIT 51)

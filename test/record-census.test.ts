@@ -466,9 +466,9 @@ describe("record census (lib/stats/census.ts)", () => {
     300_000,
   );
 
-  async function explainCensus(db: TestDatabase, now: Date) {
+  async function explainCensus(own: TestDatabase, now: Date) {
     type Plan = { table: string; type: string; key: string | null; Extra: string | null };
-    const explain = (q: { text: string; values: unknown[] }) => db.sql.query<Plan>(`EXPLAIN ${q.text}`, q.values);
+    const explain = (q: { text: string; values: unknown[] }) => own.sql.query<Plan>(`EXPLAIN ${q.text}`, q.values);
     // The services' tables are aliased e and r in the statement, the census's members m: never
     // read whole (the touched ids drive the correction's joins). The partial hours at the edges
     // are ranges of (operation, expires_at): with an operation filter, a range of it; without,
