@@ -130,12 +130,22 @@ async function writer(db: Database, lanes: number, label: string, until: Promise
 }
 
 /** The scan nodes of a statement's plan (EXPLAIN, not executed): PostgreSQL's JSON plan, MySQL's table rows. */
-async function planOf(db: Database, text: string, values: unknown[]): Promise<string> {
+/** The plan's table accesses; `batch`: as a purge batch gets it (PostgreSQL: in a transaction under BATCH_PLANS). */
+async function planOf(db: Database, text: string, values: unknown[], batch = false): Promise<string> {
   if (db.dialect.name === "mysql") {
     const rows = await db.sql.query<{ table: string | null; type: string | null; key: string | null }>(`EXPLAIN ${text}`, values);
     return [...new Set(rows.map((r) => `${r.type ?? "?"} ${r.key ?? r.table ?? ""}`.trim()))].join("; ");
   }
-  const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+  const [row] = await db.withSession(async (s) => {
+    if (!batch) return s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+    await s.exec("BEGIN");
+    try {
+      await s.exec(pgPurge.BATCH_PLANS);
+      return await s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+    } finally {
+      await s.exec("ROLLBACK");
+    }
+  });
   const scans: string[] = [];
   const walk = (n: PlanNode) => {
     if (n["Node Type"].includes("Scan"))
@@ -156,7 +166,7 @@ async function explainBatches(db: Database, rules: PolicyRule[], asOf: Date, bat
   const mysql = db.dialect.name === "mysql";
   console.log(`\nEXPLAIN of the purge's statements at this size (${mysql ? "table accesses" : "scan nodes"}):`);
   const rec = (mysql ? mysqlPurge : pgPurge).recordCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
-  console.log(`  records batch (${mysql ? "candidates" : "SELECT … FOR UPDATE"}): ${await planOf(db, rec.text, rec.values)}`);
+  console.log(`  records batch (${mysql ? "candidates" : "SELECT … FOR UPDATE"}): ${await planOf(db, rec.text, rec.values, true)}`);
   if (mysql) {
     const ev = mysqlPurge.eventCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
     console.log(`  events batch (candidates): ${await planOf(db, ev.text, ev.values)}`);
@@ -166,7 +176,7 @@ async function explainBatches(db: Database, rules: PolicyRule[], asOf: Date, bat
   } else {
     const ev = pgPurge.eventDeleteSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
     // EXPLAIN without ANALYZE does not execute the DELETE.
-    console.log(`  events batch (DELETE): ${await planOf(db, ev.text, ev.values)}`);
+    console.log(`  events batch (DELETE): ${await planOf(db, ev.text, ev.values, true)}`);
   }
   for (const rule of rules) {
     const c = new Params(db.dialect);

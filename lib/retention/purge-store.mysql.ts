@@ -180,7 +180,7 @@ export function mysqlPurgeStore(ex: SqlExecutor): PurgeStore {
                        COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0)) AS m`);
       return rows[0]?.m === null || rows[0]?.m === undefined ? null : BigInt(rows[0].m);
     },
-    async withShortLockWaits(fn) {
+    async withBatchSettings(fn) {
       // No SET LOCAL on MySQL: the session's value is set for the batch and put back after it
       // (the connection goes back to the pool). Row waits only: the batch takes no metadata locks.
       const [{ t }] = await ex.query<{ t: bigint | number }>(`SELECT @@SESSION.innodb_lock_wait_timeout AS t`);

@@ -44,10 +44,11 @@ export interface PurgeStore {
   /** The highest event id a purge may reach: the last event, or the rollup watermark when that is lower. */
   maxEventId(): Promise<bigint | null>;
   /**
-   * Runs `fn` (a batch, inside its transaction) with every lock wait bounded to a few seconds:
-   * a batch fails and is retried rather than waiting for ever.
+   * Runs `fn` (a batch, inside its transaction) under the batch's settings: every lock wait
+   * bounded to a few seconds (a batch fails and is retried rather than waiting for ever), and
+   * where the planner needs telling, plans that walk the batch's id window in id order.
    */
-  withShortLockWaits<T>(fn: () => Promise<T>): Promise<T>;
+  withBatchSettings<T>(fn: () => Promise<T>): Promise<T>;
   /** Locks the next `batchSize` eligible records with lo < id ≤ hi (row locks until commit); their ids, ascending. */
   lockEligibleRecords(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Promise<bigint[]>;
   /** Deletes those of `ids` still eligible (checked again after the row locks). */

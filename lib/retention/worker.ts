@@ -29,7 +29,7 @@ import { retentionStore, type RetentionStore } from "./store";
  *      one not yet committed has to wait for our row lock, then finds the row gone);
  *      events phase: the same over idempotency_events (append-only: one statement).
  *      That is PostgreSQL's spelling; MySQL's takes a few more statements for the same
- *      guarantee (purge-store.mysql.ts). Lock waits are bounded (withShortLockWaits);
+ *      guarantee (purge-store.mysql.ts). Lock waits are bounded, and every statement walks the batch's id window in id order (withBatchSettings);
  *   4. in the same transaction advances the watermark (to the last candidate when the
  *      batch was full, else to the end of the window), adds the deleted counts, counts
  *      the batch, beats the heart and renews the lease.
@@ -122,7 +122,7 @@ async function step(
     const ex = txExecutor(tx, db.dialect);
     const runs = retentionStore(ex);
     const purge = purgeStore(ex);
-    return purge.withShortLockWaits(() => batch(tx, ex, runs, purge, runId, opts, bounds));
+    return purge.withBatchSettings(() => batch(tx, ex, runs, purge, runId, opts, bounds));
   }, TX_OPTIONS);
 }
 
