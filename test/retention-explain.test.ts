@@ -69,14 +69,20 @@ async function batchPlan(q: { text: string; values: unknown[] }): Promise<PlanNo
 
 /** The nodes that read `table` some other way than by a range or probes of its primary key (the DELETE itself aside). */
 const offPrimaryKey = (ns: PlanNode[], table: string) =>
-  ns.filter((n) => n["Node Type"] !== "ModifyTable" && (n["Relation Name"] === table || n["Index Name"]?.startsWith(`${table}_`)) && n["Index Name"] !== `${table}_pkey`);
+  ns.filter(
+    (n) =>
+      n["Node Type"] !== "ModifyTable" && (n["Relation Name"] === table || n["Index Name"]?.startsWith(`${table}_`)) && n["Index Name"] !== `${table}_pkey`,
+  );
 
 const describeNodes = (ns: PlanNode[]) => ns.map((n) => `${n["Node Type"]} ${n["Index Name"] ?? n["Relation Name"] ?? ""}`).join(", ");
 
 describe.skipIf(!usingPostgres)("purge statements use indexes (40k records, after ANALYZE)", () => {
   it("a records batch walks a primary-key range and reads no other index of the records; an events batch likewise", async () => {
     const [{ max }] = await db.sql.query<{ max: bigint }>(`SELECT max(id) AS max FROM idempotency_records`);
-    for (const [lo, W, B] of [[0n, windowFor(1000), 1000], [max / 2n, windowFor(1000), 1000]] as const) {
+    for (const [lo, W, B] of [
+      [0n, windowFor(1000), 1000],
+      [max / 2n, windowFor(1000), 1000],
+    ] as const) {
       // The batch stops at its LIMIT in id order. A bitmap of the expiry or status index would
       // read the whole backlog in every batch, and a hash of the event ids a scan of the whole
       // table; at this size the planner avoids both anyway, at 200k records it took both
@@ -87,7 +93,10 @@ describe.skipIf(!usingPostgres)("purge statements use indexes (40k records, afte
         describeNodes(rec),
       ).toBe(true);
       // The legal-hold subplan reads its own small partial index (held records only).
-      expect(offPrimaryKey(rec, "idempotency_records").filter((n) => n["Index Name"] !== "idempotency_records_legal_hold_idx"), describeNodes(rec)).toEqual([]);
+      expect(
+        offPrimaryKey(rec, "idempotency_records").filter((n) => n["Index Name"] !== "idempotency_records_legal_hold_idx"),
+        describeNodes(rec),
+      ).toEqual([]);
       // Events: the ids selected by a primary-key range, then deleted by primary-key probes
       // (never a hash of the ids over a scan of the table).
       const ev = await batchPlan(eventDeleteSql(rules, now, lo * 3n, lo * 3n + W, B));
@@ -96,7 +105,10 @@ describe.skipIf(!usingPostgres)("purge statements use indexes (40k records, afte
         describeNodes(ev),
       ).toBe(true);
       expect(offPrimaryKey(ev, "idempotency_events"), describeNodes(ev)).toEqual([]);
-      expect(ev.filter((n) => /Hash|Merge/.test(n["Node Type"])), describeNodes(ev)).toEqual([]);
+      expect(
+        ev.filter((n) => /Hash|Merge/.test(n["Node Type"])),
+        describeNodes(ev),
+      ).toEqual([]);
     }
   });
 
