@@ -129,8 +129,10 @@ async function writer(db: Database, lanes: number, label: string, until: Promise
   return { ops: latencies.length, seconds: (performance.now() - started) / 1000, latencies, errors };
 }
 
-/** The scan nodes of a statement's plan (EXPLAIN, not executed): PostgreSQL's JSON plan, MySQL's table rows. */
-/** The plan's table accesses; `batch`: as a purge batch gets it (PostgreSQL: in a transaction under BATCH_PLANS). */
+/**
+ * The scan nodes of a statement's plan (EXPLAIN, not executed): PostgreSQL's JSON plan, MySQL's
+ * table rows; `batch`: as a purge batch gets it (PostgreSQL: in a transaction under BATCH_PLANS).
+ */
 async function planOf(db: Database, text: string, values: unknown[], batch = false): Promise<string> {
   if (db.dialect.name === "mysql") {
     const rows = await db.sql.query<{ table: string | null; type: string | null; key: string | null }>(`EXPLAIN ${text}`, values);
