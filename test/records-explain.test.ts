@@ -16,7 +16,11 @@ import type { SearchInput } from "@/lib/records/search";
 import { mysqlSearchSql } from "@/lib/records/search-store.mysql";
 import { searchSql } from "@/lib/records/search-store.postgres";
 import { SEARCH_FIELDS, type SearchField } from "@/lib/records/vocabulary";
-import { conflictRowsSql, expirySql } from "@/lib/stats/store.postgres";
+import { renderMetrics } from "@/lib/stats/metrics";
+import { overviewReads, overviewStats } from "@/lib/stats/overview";
+import { countPlan } from "@/lib/stats/count-plan";
+import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS } from "@/lib/stats/store.postgres";
+import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 
 /**
@@ -206,6 +210,50 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     );
     expect(one.some(perOperation)).toBe(true);
     await expectNoSeqScan("expiry, next 24 h", expirySql({ now }).hours);
+  });
+
+  it("the overview and a metrics scrape start no parallel workers, even where the planner would", async () => {
+    const thresholds = parseStuckThresholds("default=5m");
+    const day = { from: new Date(now.getTime() - 86_400_000), to: now };
+    const statements = [
+      ...Object.entries(overviewSql(overviewReads(day, now, thresholds))),
+      ...Object.entries(overviewSql(overviewReads({ ...day, operation: "capture_payment" }, now, thresholds))),
+      ...Object.entries(metricsSql({ now, thresholds, expired: [{ name: "expired", from: null, to: now }], allTime: countPlan({}) })),
+    ];
+    await db.withSession(async (s) => {
+      // Parallel plans made free: the planner splits whatever it can (at 20k rows it would not otherwise).
+      await s.exec("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0");
+      const parallel = async () => {
+        const found: string[] = [];
+        for (const [name, q] of statements) {
+          const [row] = await s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values);
+          if (nodes(row["QUERY PLAN"][0].Plan).some((n) => n["Node Type"].startsWith("Gather"))) found.push(name);
+        }
+        return found;
+      };
+      // Without the read side's settings some statements go parallel (else this proves nothing) …
+      expect(await parallel()).not.toEqual([]);
+      // … under them none does …
+      await s.exec("BEGIN");
+      await s.exec(READ_SIDE_PLANS);
+      expect(await parallel()).toEqual([]);
+      await s.exec("ROLLBACK");
+      // … and the overview and the scrape run under them, in their snapshot, before their first read.
+      const sent: string[] = [];
+      const recording: SqlExecutor = {
+        dialect: s.dialect,
+        query: (text, params) => (sent.push(text), s.query(text, params)),
+        exec: (script) => (sent.push(script), s.exec(script)),
+        execute: s.execute && ((text, params) => (sent.push(text), s.execute!(text, params))),
+      };
+      for (const run of [() => overviewStats(recording, { ...day }, { now }), () => renderMetrics(recording, { now })]) {
+        sent.length = 0;
+        await run();
+        const reads = sent.filter((t) => /^\s*(SELECT|WITH)/i.test(t));
+        expect(sent.indexOf(READ_SIDE_PLANS)).toBeGreaterThan(-1);
+        expect(sent.indexOf(READ_SIDE_PLANS)).toBeLessThan(sent.indexOf(reads[0]));
+      }
+    });
   });
 });
 
