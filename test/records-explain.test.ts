@@ -19,6 +19,8 @@ import { SEARCH_FIELDS, type SearchField } from "@/lib/records/vocabulary";
 import { renderMetrics } from "@/lib/stats/metrics";
 import { overviewReads, overviewStats } from "@/lib/stats/overview";
 import { countPlan } from "@/lib/stats/count-plan";
+import { conflictStats } from "@/lib/stats/conflicts";
+import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
 import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS } from "@/lib/stats/store.postgres";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
@@ -212,13 +214,15 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     await expectNoSeqScan("expiry, next 24 h", expirySql({ now }).hours);
   });
 
-  it("the overview and a metrics scrape start no parallel workers, even where the planner would", async () => {
+  it("the overview, a metrics scrape and the conflicts screen start no parallel workers, even where the planner would", async () => {
     const thresholds = parseStuckThresholds("default=5m");
     const day = { from: new Date(now.getTime() - 86_400_000), to: now };
     const statements = [
       ...Object.entries(overviewSql(overviewReads(day, now, thresholds))),
       ...Object.entries(overviewSql(overviewReads({ ...day, operation: "capture_payment" }, now, thresholds))),
       ...Object.entries(metricsSql({ now, thresholds, expired: [{ name: "expired", from: null, to: now }], allTime: countPlan({}) })),
+      // The conflicts screen's requests per operation (countEvents).
+      ["conflicts: countEvents", eventCountsSql(day)] as const,
     ];
     await db.withSession(async (s) => {
       // Parallel plans made free: the planner splits whatever it can (at 20k rows it would not otherwise).
@@ -238,7 +242,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       await s.exec(READ_SIDE_PLANS);
       expect(await parallel()).toEqual([]);
       await s.exec("ROLLBACK");
-      // … and the overview and the scrape run under them, in their snapshot, before their first read.
+      // … and the overview, the scrape and the conflicts screen run under them, in their snapshot, before their first read.
       const sent: string[] = [];
       const recording: SqlExecutor = {
         dialect: s.dialect,
@@ -246,7 +250,11 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
         exec: (script) => (sent.push(script), s.exec(script)),
         execute: s.execute && ((text, params) => (sent.push(text), s.execute!(text, params))),
       };
-      for (const run of [() => overviewStats(recording, { ...day }, { now }), () => renderMetrics(recording, { now })]) {
+      for (const run of [
+        () => overviewStats(recording, { ...day }, { now }),
+        () => renderMetrics(recording, { now }),
+        () => conflictStats(recording, { ...day }, { snapshot: true }),
+      ]) {
         sent.length = 0;
         await run();
         const reads = sent.filter((t) => /^\s*(SELECT|WITH)/i.test(t));

@@ -2,6 +2,7 @@ import { REQUEST_KINDS } from "../kernel/vocabulary";
 import { z } from "zod";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
+import { inSnapshot } from "./overview";
 import { countEvents } from "./rollups";
 import { statsStore } from "./store";
 import { cursorParam, encodeCursor, type KeysetPosition } from "../db/paging";
@@ -108,19 +109,26 @@ export interface ConflictStats {
   events: { items: ConflictEvent[]; nextCursor: string | null; limit: number };
 }
 
-export async function conflictStats(session: SqlExecutor, input: ConflictsInput): Promise<ConflictStats> {
+/**
+ * The conflicts screen. With `snapshot` (a database server; the route passes it as the overview
+ * does) its reads share one read-only snapshot under the read side's planner settings
+ * (overview.ts inSnapshot), so the totals, rates and events agree; without it (the embedded
+ * PGlite, the CSV export's pages) they are read one after another.
+ */
+export async function conflictStats(session: SqlExecutor, input: ConflictsInput, opts: { snapshot?: boolean } = {}): Promise<ConflictStats> {
   const span = input.to.getTime() - input.from.getTime();
   const bucket = input.bucket ?? (span <= 2 * DAY_MS ? "hour" : "day");
   const limit = input.limit ?? 50;
 
   const store = statsStore(session);
-  const groups = await store.conflictGroups(input);
-  const trendRows = await store.conflictTrend(input, bucket);
-  // Drill-down: newest first; each operation's range read in index order, then merged.
-  const pageRows = await store.conflictPage(input, limit);
-
-  // Requests per operation, exact, from the rollups (+ the raw events they do not cover yet).
-  const counts = await countEvents(session, { from: input.from, to: input.to, operation: input.operation, scope: input.scope });
+  const { groups, trendRows, pageRows, counts } = await inSnapshot(session, opts.snapshot ?? false, async () => ({
+    groups: await store.conflictGroups(input),
+    trendRows: await store.conflictTrend(input, bucket),
+    // Drill-down: newest first; each operation's range read in index order, then merged.
+    pageRows: await store.conflictPage(input, limit),
+    // Requests per operation, exact, from the rollups (+ the raw events they do not cover yet).
+    counts: await countEvents(session, { from: input.from, to: input.to, operation: input.operation, scope: input.scope }),
+  }));
   const perOp = new Map<string, { conflicts: number; requests: number }>();
   for (const c of counts) {
     if (!(REQUEST_KINDS as readonly string[]).includes(c.kind)) continue;

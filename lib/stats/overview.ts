@@ -267,9 +267,16 @@ export function seriesBuckets(from: Date, to: Date, stepSeconds: number): Date[]
   return out;
 }
 
-/** Runs `fn` in one read-only snapshot (dialect.snapshot), or as is. */
+/**
+ * Runs `fn` in one read-only snapshot (dialect.snapshot) under the read side's planner settings
+ * (StatsStore.readSidePlans), or as is (the embedded PGlite: see above).
+ */
 export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn: () => Promise<T>): Promise<T> {
-  return snapshot ? inReadSnapshot(session, fn) : fn();
+  if (!snapshot) return fn();
+  return inReadSnapshot(session, async () => {
+    await statsStore(session).readSidePlans();
+    return fn();
+  });
 }
 
 /**

@@ -264,6 +264,8 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
   const conflictOperations = async (input: ConflictsInput) =>
     input.operation ? [input.operation] : (await q<{ operation: string }>(plain(KNOWN_OPERATIONS_SQL))).map((r) => r.operation);
   return {
+    // Nothing to set: MariaDB's read-side plans are pinned in the statements themselves.
+    readSidePlans: async () => {},
     async overview(reads) {
       const sql = overviewSql(reads);
       return {

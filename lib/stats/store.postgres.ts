@@ -260,7 +260,8 @@ export function expirySql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }) {
 }
 
 /**
- * What the overview and a metrics scrape run under (SET LOCAL: their snapshot transaction only).
+ * What the read side's snapshots (the overview, a metrics scrape, the conflicts screen) run
+ * under (SET LOCAL: their snapshot transaction only; lib/stats/overview.ts inSnapshot).
  * Their statements are small index ranges, but some bound a range by a value read at run time
  * (the rollup watermark), which the planner estimates as a third of the table: at 1M events
  * it launched two parallel workers for the "not rolled up yet" branch, ~50 ms of worker start
@@ -271,9 +272,9 @@ export const READ_SIDE_PLANS = `SET LOCAL max_parallel_workers_per_gather = 0`;
 export function postgresStatsStore(ex: SqlExecutor): StatsStore {
   const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
   return {
+    readSidePlans: () => ex.exec(READ_SIDE_PLANS),
     async overview(reads) {
       const sql = overviewSql(reads);
-      await ex.exec(READ_SIDE_PLANS);
       return {
         status: await q<{ name: string; n: bigint }>(sql.status),
         totals: await q<{ name: string; operation: string; n: bigint }>(sql.totals),
@@ -290,7 +291,6 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
     },
     async metrics(reads) {
       const sql = metricsSql(reads);
-      await ex.exec(READ_SIDE_PLANS);
       return {
         operations: await q<{ operation: string }>(sql.operations),
         active: await q<ActiveRow>(sql.active),

@@ -112,6 +112,11 @@ export interface ExpiredRow {
  * their modules' (overview.ts, metrics.ts, conflicts.ts, expiry.ts).
  */
 export interface StatsStore {
+  /**
+   * The planner settings every read-side snapshot runs under (its first statement, scoped to
+   * the transaction): PostgreSQL's READ_SIDE_PLANS (store.postgres.ts); nothing on MySQL.
+   */
+  readSidePlans(): Promise<void>;
   /** Every row the overview shows, in the caller's snapshot (a few thousand rows whatever the table size). */
   overview(reads: OverviewReads): Promise<OverviewRows>;
   /** Every row a metrics scrape exports, in the caller's snapshot. */

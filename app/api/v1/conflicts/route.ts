@@ -1,3 +1,4 @@
+import { isServerMode } from "@/lib/db/config";
 import { apiRoute, methodNotAllowed } from "@/lib/api/handler";
 import { jsonResponse } from "@/lib/api/json";
 import { conflictsQuerySchema, conflictStats } from "@/lib/stats/conflicts";
@@ -9,7 +10,7 @@ import { conflictsQuerySchema, conflictStats } from "@/lib/stats/conflicts";
  */
 export const GET = apiRoute(
   { access: "stats.read", summary: "Key reuse with a different payload, grouped, with trend and drill-down", query: conflictsQuerySchema, reads: "replica" },
-  async ({ query, read }) => jsonResponse(await read.withSession((session) => conflictStats(session, query))),
+  async ({ query, read }) => jsonResponse(await read.withSession((session) => conflictStats(session, query, { snapshot: isServerMode(read.mode) }))),
 );
 
 const refuse = methodNotAllowed(["GET"]);
