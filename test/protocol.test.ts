@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { IdempotencyStore, MissingKeyError, payloadHash, responseForNonOwner } from "@/lib/idempotency";
 import { paramList } from "@/lib/db/params";
 import { execute } from "@/lib/db/sql";
-import { createTestDatabase, usingMysql, type TestDatabase } from "./helpers/db";
+import { openDatabase } from "@/lib/db/client";
+import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 import { InvalidInputError, NotFoundError, StateConflictError } from "@/lib/kernel/errors";
 
 let db: TestDatabase;
@@ -237,5 +238,35 @@ describe.runIf(usingMysql)("MySQL: why the console reserves with a plain INSERT"
     expect([inserted.affectedRows, existed.affectedRows]).toEqual([1, 1]);
     expect(existed.insertId).toBe(inserted.insertId);
     await db.sql.query(`DELETE FROM idempotency_records WHERE scope = 'odku'`);
+  });
+});
+
+describe.runIf(usingPostgres)("PostgreSQL: the protocol's statements are prepared once per connection", () => {
+  it("many requests on one connection reuse one prepared statement per step, and it answers as a fresh one would", async () => {
+    const one = await openDatabase({ mode: "postgres", url: db.url! }, { poolSize: 1 });
+    try {
+      const lib = new IdempotencyStore(one);
+      const prepared = () =>
+        one.sql.query<{ name: string; statement: string; runs: bigint }>(
+          `SELECT name, statement, (generic_plans + custom_plans)::bigint AS runs FROM pg_prepared_statements WHERE name LIKE 'ic\\_%' ORDER BY statement`,
+        );
+      expect(await prepared()).toEqual([]);
+      for (let i = 0; i < 8; i++) {
+        const key = freshKey();
+        const r = await lib.begin({ ...base, key });
+        expect(r.outcome).toBe("owner");
+        const done = await lib.complete(r.record.id, { code: 201, body: `{"i":${i}}` });
+        expect(done.responseBody).toBe(`{"i":${i}}`);
+        // Past PostgreSQL's five custom plans the replay still reads this very record.
+        const again = await lib.begin({ ...base, key });
+        expect(again.outcome === "replay" && again.response.body).toBe(`{"i":${i}}`);
+      }
+      const names = await prepared();
+      // reserve (each owner and each replay's insert attempt), answerExisting (the replays), complete.
+      expect(names.map((s) => s.statement.match(/^WITH (\w+)/)?.[1])).toEqual(["ins", "rec", "upd"]);
+      expect(names.map((s) => Number(s.runs))).toEqual([16, 8, 8]);
+    } finally {
+      await one.close();
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { PGlite, Transaction } from "@electric-sql/pglite";
 import type * as mariadb from "mariadb";
 import pg from "pg";
@@ -22,6 +23,21 @@ export interface SqlExecutor {
    * RETURNING (ADR 0012). Every executor lib/db makes has it; call it through `execute()`.
    */
   execute?(text: string, params?: unknown[]): Promise<WriteResult>;
+  /**
+   * `query` as a named prepared statement (parsed and planned once per connection), for the few
+   * fixed statements run on every request (the writers' protocol). pgExecutor only; call it
+   * through `queryPrepared()`.
+   */
+  prepared?<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+}
+
+/**
+ * Runs a statement whose text never varies as a prepared statement where the executor has them
+ * (PostgreSQL's pool and sessions), else as a plain query. Only for statements whose plan does
+ * not depend on the values (a row by key or id): after five runs PostgreSQL may keep one plan.
+ */
+export function queryPrepared<T>(ex: SqlExecutor, text: string, params: unknown[] = []): Promise<T[]> {
+  return ex.prepared ? ex.prepared<T>(text, params) : ex.query<T>(text, params);
 }
 
 export interface WriteResult {
@@ -127,6 +143,12 @@ export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
     async execute(text: string, params: unknown[] = []) {
       const result = await client.query({ text, values: params, types: PG_TYPES });
       return { affectedRows: result.rowCount ?? 0, insertId: null };
+    },
+    async prepared<T>(text: string, params: unknown[] = []) {
+      // pg prepares a name once per connection; the name is the text's digest, so one text, one name.
+      const name = `ic_${createHash("sha256").update(text).digest("hex").slice(0, 40)}`;
+      const result = await client.query({ name, text, values: params, types: PG_TYPES });
+      return result.rows as T[];
     },
   };
 }

@@ -1,17 +1,22 @@
 import { paramList } from "../db/params";
-import type { SqlExecutor } from "../db/sql";
+import { queryPrepared, type SqlExecutor } from "../db/sql";
 import type { IdempotencyRecord } from "../generated/prisma/client";
 import { recordColumns } from "./columns";
 import type { ProtocolStatements } from "./statements";
 
 const RECORD_COLUMNS = recordColumns(undefined, { response: true });
 
-/** The protocol's PostgreSQL statements: data-modifying CTEs, so a change and its event are one statement. */
+/**
+ * The protocol's PostgreSQL statements: data-modifying CTEs, so a change and its event are one
+ * statement, each prepared once per connection (queryPrepared: their texts never vary; parsing
+ * and planning them was a quarter of a request's time; bench/fill.ts).
+ */
 export function postgresProtocolStatements(ex: SqlExecutor): ProtocolStatements {
   return {
     async reserve(r, now) {
       const p = paramList();
-      const rows = await ex.query<IdempotencyRecord>(
+      const rows = await queryPrepared<IdempotencyRecord>(
+        ex,
         `WITH ins AS (
           INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status,
             resource_type, resource_id, correlation_id, provider, provider_request_id, amount_minor, currency,
@@ -34,7 +39,8 @@ export function postgresProtocolStatements(ex: SqlExecutor): ProtocolStatements 
 
     async answerExisting(k, hash, now) {
       const p = paramList();
-      const rows = await ex.query<IdempotencyRecord>(
+      const rows = await queryPrepared<IdempotencyRecord>(
+        ex,
         `WITH rec AS (
           SELECT * FROM idempotency_records
           WHERE scope = ${p.add(k.scope)} AND operation = ${p.add(k.operation)} AND idempotency_key = ${p.add(k.key)}
@@ -60,7 +66,8 @@ export function postgresProtocolStatements(ex: SqlExecutor): ProtocolStatements 
     async complete(id, c, now) {
       const p = paramList();
       const outbox = JSON.stringify(c.outbox);
-      const rows = await ex.query<IdempotencyRecord>(
+      const rows = await queryPrepared<IdempotencyRecord>(
+        ex,
         `WITH upd AS (
         UPDATE idempotency_records SET status = 'completed', response_code = ${p.add(c.code)},
           response_headers = ${p.add(JSON.stringify(c.headers))}::jsonb, response_body = ${p.add(c.body)},
@@ -86,7 +93,8 @@ export function postgresProtocolStatements(ex: SqlExecutor): ProtocolStatements 
 
     async fail(id, f, now) {
       const p = paramList();
-      const rows = await ex.query<IdempotencyRecord>(
+      const rows = await queryPrepared<IdempotencyRecord>(
+        ex,
         `WITH upd AS (
         UPDATE idempotency_records SET status = 'failed', response_code = ${p.add(f.code)},
           response_headers = ${p.add(JSON.stringify(f.headers))}::jsonb, response_body = ${p.add(f.body)},
@@ -106,7 +114,8 @@ export function postgresProtocolStatements(ex: SqlExecutor): ProtocolStatements 
 
     async markPending(id, t, now) {
       const p = paramList();
-      const rows = await ex.query<IdempotencyRecord & { reconciliationItemId: bigint | null }>(
+      const rows = await queryPrepared<IdempotencyRecord & { reconciliationItemId: bigint | null }>(
+        ex,
         `WITH upd AS (
         UPDATE idempotency_records SET status = 'pending', provider = COALESCE(${p.add(t.provider)}, provider),
           provider_request_id = ${p.add(t.providerRequestId)}, last_error = ${p.add(t.error)},
