@@ -137,14 +137,15 @@ async function overviewBench(db: Database, floors: ReadFloors, args: Args) {
   console.log(`\noverview — GET /api/v1/stats/overview's function vs the same numbers by raw SQL (median of ${args.runs})`);
   console.log("  lib: lib/stats/overview.ts overviewStats (rollup tiers + raw remainder; every record-side number too)");
   console.log("  raw: events counted straight from idempotency_events + one pass over idempotency_records");
-  console.log("  countEvents: lib/stats/rollups.ts countEvents for the same range (what conflicts.ts uses)");
+  console.log("  countEvents: lib/stats/rollups.ts countEvents for the same range, in the read side's snapshot (as conflicts.ts runs it)");
   const rows: string[][] = [];
   for (const [label, input] of cases) {
     const lib = await time(args.runs, () => db.withSession((s) => overviewStats(s, input, { now })));
     const raw = await time(args.runs, () =>
       db.withSession((s) => floors.overview(s, input, now, seriesStep(input.from, input.to).seconds, readSideConfig().stuck.defaultSeconds)),
     );
-    const ce = await time(args.runs, () => db.withSession((s) => countEvents(s, input)));
+    // As the conflicts screen runs it: in the read side's snapshot (overview.ts inSnapshot).
+    const ce = await time(args.runs, () => db.withSession((s) => inSnapshot(s, true, () => countEvents(s, input))));
     // The same numbers?
     const o = lib.result;
     const rawReq = raw.result.events.filter((e) => ["reserved", "replayed", "conflict", "in_progress"].includes(e.kind)).reduce((a, e) => a + Number(e.n), 0);

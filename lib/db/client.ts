@@ -9,7 +9,7 @@ import { PrismaClient as MysqlPrismaClient } from "../generated/prisma-mysql/cli
 import { databaseConfigFromEnv, type DatabaseConfig, type DatabaseMode } from "./config";
 import { MYSQL, POSTGRES, type Dialect } from "./dialect";
 import { createMysqlPool } from "./mysql";
-import { mysqlExecutor, pgExecutor, pgliteExecutor, type SqlExecutor } from "./sql";
+import { execute, mysqlExecutor, pgExecutor, pgliteExecutor, type SqlExecutor } from "./sql";
 
 export type Prisma = PrismaClient;
 
@@ -46,6 +46,25 @@ export interface Database extends DatabaseHandle {
 
 type OpenedHandle = DatabaseHandle & { close(): Promise<void> };
 
+/**
+ * A MySQL session that notes whether any statement it sent could take a user lock (only GET_LOCK
+ * takes one), so a session that took none goes back to the pool without a round trip to release
+ * them (the writers' protocol runs a session per step: bench/fill.ts).
+ */
+function lockWatchingExecutor(ex: SqlExecutor): SqlExecutor & { mayHoldLocks(): boolean } {
+  let locks = false;
+  const watch = (text: string) => {
+    if (/GET_LOCK/i.test(text)) locks = true;
+  };
+  return {
+    dialect: ex.dialect,
+    query: (text, params) => (watch(text), ex.query(text, params)),
+    exec: (script) => (watch(script), ex.exec(script)),
+    execute: (text, params) => (watch(text), execute(ex, text, params)),
+    mayHoldLocks: () => locks,
+  };
+}
+
 function openMysql(url: string, poolSize: number, readOnly: boolean): OpenedHandle {
   const pool = createMysqlPool(url, poolSize, { readOnly });
   // The MySQL client is generated from prisma/mysql/schema.prisma, derived from the PostgreSQL
@@ -60,11 +79,12 @@ function openMysql(url: string, poolSize: number, readOnly: boolean): OpenedHand
     sql: mysqlExecutor(pool),
     async withSession(fn) {
       const conn = await pool.getConnection();
+      const session = lockWatchingExecutor(mysqlExecutor(conn));
       try {
-        return await fn(mysqlExecutor(conn));
+        return await fn(session);
       } finally {
         // GET_LOCK locks belong to the connection and outlive the work: none goes back to the pool.
-        await conn.query("DO RELEASE_ALL_LOCKS()").catch(() => {});
+        if (session.mayHoldLocks()) await conn.query("DO RELEASE_ALL_LOCKS()").catch(() => {});
         await conn.release().catch(() => {});
       }
     },

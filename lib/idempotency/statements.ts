@@ -1,6 +1,7 @@
 import { byDialect } from "../db/dialect";
 import type { Database } from "../db/client";
-import { inTransaction, txExecutor } from "../db/sql";
+import type { Statement } from "../db/params";
+import { execute, txExecutor, type SqlExecutor } from "../db/sql";
 import type { IdempotencyRecord, PrismaClient } from "../generated/prisma/client";
 import type { StoredResponse } from "./store";
 import { mysqlProtocolStatements } from "./statements.mysql";
@@ -97,13 +98,42 @@ export function protocolStatements(db: ProtocolDatabase): ProtocolStatements {
   if (isHandle(db)) {
     return byDialect(db.sql, {
       postgres: () => postgresProtocolStatements(db.sql),
-      mysql: () => mysqlProtocolStatements((fn) => db.withSession((session) => inTransaction(session, () => fn(session)))),
+      mysql: () => mysqlProtocolStatements((statements) => db.withSession((session) => oneRoundTrip(session, statements))),
     })();
   }
   const prisma = db;
   const ex = txExecutor(prisma);
   return byDialect(ex, {
     postgres: () => postgresProtocolStatements(ex),
-    mysql: () => mysqlProtocolStatements((fn) => prisma.$transaction((tx) => fn(txExecutor(tx)), MYSQL_TX_OPTIONS)),
+    mysql: () => mysqlProtocolStatements((statements) => prisma.$transaction((tx) => oneByOne(txExecutor(tx), statements), MYSQL_TX_OPTIONS)),
   })();
+}
+
+/**
+ * A MySQL transaction as one multi-statement script (the handle's pool allows them): START
+ * TRANSACTION, the statements, COMMIT, in one round trip. A failing statement ends the script
+ * there with the transaction open on the session: it is rolled back before the connection goes back.
+ */
+async function oneRoundTrip(session: SqlExecutor, statements: Statement[]): Promise<unknown[][]> {
+  const text = ["START TRANSACTION", ...statements.map((s) => s.text), "COMMIT"].join(";\n");
+  try {
+    const results = await session.query<unknown>(
+      text,
+      statements.flatMap((s) => s.values),
+    );
+    return results.slice(1, -1).map((r) => (Array.isArray(r) ? r : []));
+  } catch (err) {
+    await session.exec("ROLLBACK").catch(() => {});
+    throw err;
+  }
+}
+
+/** The same in a Prisma interactive transaction, whose MariaDB adapter prepares one statement at a time. */
+async function oneByOne(tx: SqlExecutor, statements: Statement[]): Promise<unknown[][]> {
+  const results: unknown[][] = [];
+  for (const s of statements) {
+    if (/^\s*SELECT\b/i.test(s.text)) results.push(await tx.query(s.text, s.values));
+    else results.push((await execute(tx, s.text, s.values), []));
+  }
+  return results;
 }
