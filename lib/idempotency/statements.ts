@@ -1,7 +1,7 @@
 import { byDialect } from "../db/dialect";
 import type { Database } from "../db/client";
 import type { Statement } from "../db/params";
-import { execute, txExecutor, type SqlExecutor } from "../db/sql";
+import { txExecutor, type SqlExecutor } from "../db/sql";
 import type { IdempotencyRecord, PrismaClient } from "../generated/prisma/client";
 import type { StoredResponse } from "./store";
 import { mysqlProtocolStatements } from "./statements.mysql";
@@ -131,9 +131,7 @@ async function oneRoundTrip(session: SqlExecutor, statements: Statement[]): Prom
 /** The same in a Prisma interactive transaction, whose MariaDB adapter prepares one statement at a time. */
 async function oneByOne(tx: SqlExecutor, statements: Statement[]): Promise<unknown[][]> {
   const results: unknown[][] = [];
-  for (const s of statements) {
-    if (/^\s*SELECT\b/i.test(s.text)) results.push(await tx.query(s.text, s.values));
-    else results.push((await execute(tx, s.text, s.values), []));
-  }
+  // Each through query (a write answers no rows): execute() would ask LAST_INSERT_ID() around every INSERT.
+  for (const s of statements) results.push(await tx.query(s.text, s.values));
   return results;
 }
