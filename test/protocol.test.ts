@@ -265,6 +265,20 @@ describe.runIf(usingPostgres)("PostgreSQL: the protocol's statements are prepare
       // reserve (each owner and each replay's insert attempt), answerExisting (the replays), complete.
       expect(names.map((s) => s.statement.match(/^WITH (\w+)/)?.[1])).toEqual(["ins", "rec", "upd"]);
       expect(names.map((s) => Number(s.runs))).toEqual([16, 8, 8]);
+
+      // The writers own the table: a column whose type changes under a prepared statement makes
+      // PostgreSQL refuse it ("cached plan must not change result type"); the library prepares again.
+      await one.sql.exec("ALTER TABLE idempotency_records ALTER COLUMN response_body TYPE varchar(100000)");
+      try {
+        const key = freshKey();
+        const r = await lib.begin({ ...base, key });
+        expect(r.outcome).toBe("owner");
+        expect((await lib.complete(r.record.id, { code: 201, body: "after" })).responseBody).toBe("after");
+        const again = await lib.begin({ ...base, key });
+        expect(again.outcome === "replay" && again.response.body).toBe("after");
+      } finally {
+        await one.sql.exec("ALTER TABLE idempotency_records ALTER COLUMN response_body TYPE text");
+      }
     } finally {
       await one.close();
     }

@@ -128,6 +128,15 @@ const PG_TYPES = {
     oid === 20 ? (v: string) => BigInt(v) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+/** Part of every prepared statement's name: a new one after a table's columns changed type under them. */
+let preparedGeneration = 0;
+
+/** "cached plan must not change result type" (by its code and the server function, whatever lc_messages says). */
+const isStalePreparedPlan = (err: unknown) => {
+  const e = err as { code?: string; routine?: string };
+  return e?.code === "0A000" && e.routine === "RevalidateCachedQuery";
+};
+
 /** A session on a single pg connection (advisory locks are per session), or the pool. */
 export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
   return {
@@ -146,9 +155,17 @@ export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
     },
     async prepared<T>(text: string, params: unknown[] = []) {
       // pg prepares a name once per connection; the name is the text's digest, so one text, one name.
-      const name = `ic_${createHash("sha256").update(text).digest("hex").slice(0, 40)}`;
-      const result = await client.query({ name, text, values: params, types: PG_TYPES });
-      return result.rows as T[];
+      const digest = createHash("sha256").update(text).digest("hex").slice(0, 40);
+      const run = () => client.query({ name: `ic_${preparedGeneration}_${digest}`, text, values: params, types: PG_TYPES });
+      try {
+        return (await run()).rows as T[];
+      } catch (err) {
+        // A column it returns changed type (the writers own the tables): PostgreSQL refuses the
+        // statement before running it, on every connection that prepared it. Prepare anew, by new names.
+        if (!isStalePreparedPlan(err)) throw err;
+        preparedGeneration++;
+        return (await run()).rows as T[];
+      }
     },
   };
 }
