@@ -42,3 +42,6 @@ export interface Statement {
   text: string;
   values: unknown[];
 }
+
+/** A statement without parameters. */
+export const plain = (text: string): Statement => ({ text, values: [] as unknown[] });

@@ -1,6 +1,6 @@
 import { isUniqueViolation, retryDeadlocks } from "../db/errors";
 import { MYSQL } from "../db/dialect";
-import { paramList, type Params, type Statement } from "../db/params";
+import { paramList, plain, type Params, type Statement } from "../db/params";
 import type { IdempotencyRecord } from "../generated/prisma/client";
 import { recordColumns } from "./columns";
 import type { ProtocolStatements } from "./statements";
@@ -38,7 +38,7 @@ const eventFromRecord = (kind: string, now: Date, where: (p: Params) => string, 
 const changed = (id: bigint) => (p: Params) => `id = ${p.add(id)} AND @ic_changed > 0`;
 
 /** A transition's UPDATE, then whether it matched (ROW_COUNT(); the UPDATE bumps version, so matched = changed). */
-const transition = (update: Statement): Statement[] => [update, { text: `SET @ic_changed = ROW_COUNT()`, values: [] }];
+const transition = (update: Statement): Statement[] => [update, plain(`SET @ic_changed = ROW_COUNT()`)];
 /** The record after a transition, or no row when it did not match. */
 const recordIfChanged = (id: bigint, also = "") => statement((p) => `SELECT ${RECORD_COLUMNS}${also} FROM idempotency_records WHERE ${changed(id)(p)}`);
 const firstRecord = (rows: unknown[] | undefined) => (rows?.[0] ? record(rows[0] as IdempotencyRecord) : null);
@@ -76,11 +76,11 @@ export function mysqlProtocolStatements(transaction: RunTransaction): ProtocolSt
                ${p.time(now)}, ${p.time(now)}, ${p.time(r.expiresAt)})`,
           ),
           // The event's INSERT takes an id of its own: keep the record's.
-          { text: `SET @ic_record = LAST_INSERT_ID()`, values: [] },
+          plain(`SET @ic_record = LAST_INSERT_ID()`),
           eventFromRecord("reserved", now, () => `id = @ic_record`),
-          { text: `SELECT ${RECORD_COLUMNS} FROM idempotency_records WHERE id = @ic_record`, values: [] },
+          plain(`SELECT ${RECORD_COLUMNS} FROM idempotency_records WHERE id = @ic_record`),
         ]);
-        const inserted = firstRecord(results[3]);
+        const inserted = firstRecord(results.at(-1));
         if (!inserted) throw new Error("the reservation's INSERT left no record");
         return inserted;
       } catch (err) {
@@ -168,7 +168,7 @@ export function mysqlProtocolStatements(transaction: RunTransaction): ProtocolSt
            SELECT id, provider, provider_request_id, 'open', ${p.time(t.firstCheckAt)}, last_error, ${p.time(now)}, ${p.time(now)}
              FROM idempotency_records WHERE ${changed(id)(p)}`,
         ),
-        { text: `SET @ic_item = IF(@ic_changed > 0, LAST_INSERT_ID(), NULL)`, values: [] },
+        plain(`SET @ic_item = IF(@ic_changed > 0, LAST_INSERT_ID(), NULL)`),
         eventFromRecord("pending", now, changed(id), {
           detail: `JSON_OBJECT('providerRequestId', provider_request_id, 'error', last_error)`,
         }),

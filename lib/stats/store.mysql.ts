@@ -1,5 +1,5 @@
 import { MYSQL } from "../db/dialect";
-import { Params, type Statement } from "../db/params";
+import { Params, plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import type { StuckThresholds } from "../records/config";
@@ -119,8 +119,6 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0) AS watermark, s
     (SELECT COUNT(*) FROM idempotency_events e WHERE e.id > ${watermarkSql("events")}) AS lag,
     (SELECT COUNT(*) FROM rollup_gaps) AS gaps
   FROM (SELECT 1 AS one) o LEFT JOIN rollup_state s ON s.name = 'events'`;
-
-const plain = (text: string): Statement => ({ text, values: [] as unknown[] });
 
 /** Every statement the overview runs, by name (the scope's pass replaces the census and the status counts). */
 export function overviewSql(r: OverviewReads) {

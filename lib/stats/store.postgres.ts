@@ -1,6 +1,6 @@
 import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import { cursorTimeSql } from "../db/paging";
-import { paramList, type Statement } from "../db/params";
+import { paramList, plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
 import { recordEligibleSql } from "../retention/eligibility.postgres";
@@ -147,8 +147,6 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0)::bigint AS wate
     (SELECT count(*) FROM idempotency_events e WHERE e.id > COALESCE(s.watermark, 0))::bigint AS lag,
     (SELECT count(*) FROM rollup_gaps)::bigint AS gaps
   FROM (SELECT 1) one LEFT JOIN rollup_state s ON s.name = 'events'`;
-
-const plain = (text: string): Statement => ({ text, values: [] as unknown[] });
 
 /** Every statement the overview runs, by name, in order (also for bench/read-side.ts's EXPLAIN). */
 export function overviewSql(r: OverviewReads) {
