@@ -48,6 +48,21 @@ export function unsupportedMysql(server: MysqlServer): string | null {
 }
 
 /**
+ * How the console's own statements read values (pool options; Prisma's adapter passes its own with
+ * each statement): DATETIME/TIMESTAMP as UTC whatever the process's TZ (the driver would read
+ * local time); BIGINT stays bigint, DECIMAL a string, JSON columns parsed (the driver's defaults).
+ */
+const readUtcTimes: mariadb.TypeCastFunction = (field, next) => {
+  if (field.type === "DATETIME" || field.type === "TIMESTAMP" || field.type === "DATE") {
+    const text = field.string();
+    if (text === null || text.startsWith("0000-00-00")) return null;
+    return new Date(field.type === "DATE" ? `${text}T00:00:00Z` : `${text.replace(" ", "T")}Z`);
+  }
+  return next();
+};
+const READ_OPTIONS = { typeCast: readUtcTimes, bigIntAsNumber: false, decimalAsNumber: false, insertIdAsNumber: false } as const;
+
+/**
  * A pool for a mysql:// or mariadb:// URL (user, password, host, port, database; ?ssl=true, ?socketPath=…).
  * `readOnly`: every session's transactions are read-only (the read side, ADR 0013).
  */
@@ -70,6 +85,7 @@ export function createMysqlPool(url: string, connectionLimit: number, opts: { re
     multipleStatements: true,
     // As @prisma/adapter-mariadb does for its own pools: no server-side statement cache per connection.
     prepareCacheLength: 0,
+    ...READ_OPTIONS,
   });
   // A failure to open a connection is also emitted as 'error' on the pool (missing from its
   // types); unhandled, it would crash the process. The caller's query fails with it anyway.

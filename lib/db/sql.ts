@@ -206,22 +206,13 @@ function mysqlParam(value: unknown): unknown {
   return value;
 }
 
-// DATETIME/TIMESTAMP are read as UTC whatever the process's TZ (the driver would read local
-// time); BIGINT stays bigint, DECIMAL a string, JSON columns parsed (the driver's defaults).
-const mysqlTypeCast: mariadb.TypeCastFunction = (field, next) => {
-  if (field.type === "DATETIME" || field.type === "TIMESTAMP" || field.type === "DATE") {
-    const text = field.string();
-    if (text === null || text.startsWith("0000-00-00")) return null;
-    return new Date(field.type === "DATE" ? `${text}T00:00:00Z` : `${text.replace(" ", "T")}Z`);
-  }
-  return next();
-};
-
-const MYSQL_QUERY = { typeCast: mysqlTypeCast, bigIntAsNumber: false, decimalAsNumber: false, insertIdAsNumber: false } as const;
-
-/** One MySQL connection (a session: GET_LOCK is per connection), or the pool. */
+/**
+ * One MySQL connection (a session: GET_LOCK is per connection), or the pool — of createMysqlPool
+ * (lib/db/mysql.ts), whose options say how values are read. A statement goes as plain text: with
+ * per-query options the driver copies all the connection's options for every statement.
+ */
 export function mysqlExecutor(client: mariadb.Pool | mariadb.Connection): SqlExecutor {
-  const run = (text: string, params: unknown[]) => client.query({ sql: text, ...MYSQL_QUERY }, params.map(mysqlParam));
+  const run = (text: string, params: unknown[]) => client.query(text, params.map(mysqlParam));
   return {
     dialect: MYSQL,
     async query<T>(text: string, params: unknown[] = []) {
@@ -229,7 +220,7 @@ export function mysqlExecutor(client: mariadb.Pool | mariadb.Connection): SqlExe
       return Array.isArray(result) ? ([...result] as T[]) : []; // a write answers an OkPacket, not rows
     },
     async exec(script: string) {
-      await client.query({ sql: script, ...MYSQL_QUERY }); // the pool allows multipleStatements
+      await client.query(script); // the pool allows multipleStatements
     },
     async execute(text: string, params: unknown[] = []) {
       const ok = (await run(text, params)) as { affectedRows?: number; insertId?: bigint | number };
