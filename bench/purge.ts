@@ -27,6 +27,7 @@ import { IdempotencyStore } from "@/lib/idempotency";
 import { countEligible } from "@/lib/retention/dry-run";
 import * as pgEligibility from "@/lib/retention/eligibility.postgres";
 import * as mysqlEligibility from "@/lib/retention/eligibility.mysql";
+import { eventBatchSize } from "@/lib/retention/config";
 import { loadRules, type PolicyRule } from "@/lib/retention/rules";
 import { startPurge } from "@/lib/retention/runs";
 import * as pgPurge from "@/lib/retention/purge-store.postgres";
@@ -259,7 +260,7 @@ async function main(): Promise<number> {
     console.log(`  ${settledBy(db)}${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "outbox_messages"])}`);
 
     // 3. The purge, with the writer running.
-    console.log(`purge (batches of ${fmt(args.batchSize)}, ${args.pauseMs} ms pause) with the writer running…`);
+    console.log(`purge (batches of ${fmt(args.batchSize)} records, ${fmt(eventBatchSize(args.batchSize))} events; ${args.pauseMs} ms pause) with the writer running…`);
     const run = await startPurge(
       db.prisma,
       { type: "system", label: "bench:purge" },

@@ -148,7 +148,15 @@ describe("purge run", () => {
     ).rejects.toMatchObject({ status: 409 });
 
     const batches: number[] = [];
-    const out = await workRun(db, run.id, { workerId: "w1", log: quiet, onBatch: (r) => batches.push(Number(r.recordsDeleted)) });
+    const progress: { records: number; events: number }[] = [{ records: 0, events: 0 }];
+    const out = await workRun(db, run.id, {
+      workerId: "w1",
+      log: quiet,
+      onBatch: (r) => {
+        batches.push(Number(r.recordsDeleted));
+        progress.push({ records: Number(r.recordsDeleted), events: Number(r.eventsDeleted) });
+      },
+    });
     expect(out.outcome).toBe("finished");
     const done = await getRun(db.prisma, run.id);
     expect(done).toMatchObject({
@@ -158,8 +166,15 @@ describe("purge run", () => {
       eventsDeleted: BigInt(t.events.length),
       progress: 1,
     });
-    expect(done.batches).toBeGreaterThanOrEqual(Math.ceil(t.records.length / 3) + Math.ceil(t.events.length / 3));
+    // Records 3 at a time; events ten times as many (append-only rows, config.ts).
+    expect(done.eventBatchSize).toBe(30);
+    expect(done.batches).toBeGreaterThanOrEqual(Math.ceil(t.records.length / 3) + Math.ceil(t.events.length / 30));
     expect(batches.every((n, i) => i === 0 || n >= batches[i - 1])).toBe(true);
+    const perBatch = progress.slice(1).map((p, i) => ({ records: p.records - progress[i].records, events: p.events - progress[i].events }));
+    expect(Math.max(...perBatch.map((b) => b.records))).toBeLessThanOrEqual(3);
+    expect(Math.max(...perBatch.map((b) => b.events))).toBeLessThanOrEqual(30);
+    expect(t.events.length).toBeGreaterThan(30);
+    expect(Math.max(...perBatch.map((b) => b.events))).toBeGreaterThan(3);
 
     expect(await remaining(db, t)).toEqual({ records: 0, events: 0 });
     expect(await keptChecksums(db, t)).toEqual(before);

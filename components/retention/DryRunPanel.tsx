@@ -168,7 +168,7 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
       <h3>Run purge</h3>
       <div className="retention-form-row">
         <label>
-          Batch size <span className="subtle">(rows per short transaction)</span>
+          Batch size <span className="subtle">(records per short transaction; events go ten times as many)</span>
           <input
             type="number"
             min={1}

@@ -84,7 +84,7 @@ function RunProgress({ run, canRun }: { run: RunJson; canRun: boolean }) {
         <div>
           <dt>Batch size · pause</dt>
           <dd>
-            {fmt(run.batchSize)} · {fmt(run.pauseMs)} ms
+            {fmt(run.batchSize)} records ({fmt(run.eventBatchSize)} events) · {fmt(run.pauseMs)} ms
           </dd>
         </div>
         <div>

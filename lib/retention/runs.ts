@@ -3,7 +3,7 @@ import type { Prisma, PrismaClient, PurgeRun } from "../generated/prisma/client"
 import { reasonSchema } from "../kernel/input";
 import { appendAudit, type AuditActor, type RequestMeta } from "../audit";
 import { auditActor, auditRefusals, isSystemActor, requirePermission, type Actor } from "../auth/users";
-import { DEFAULT_BATCH_SIZE, DEFAULT_PAUSE_MS, MAX_BATCH_SIZE, MAX_PAUSE_MS } from "./config";
+import { DEFAULT_BATCH_SIZE, DEFAULT_PAUSE_MS, eventBatchSize, MAX_BATCH_SIZE, MAX_PAUSE_MS } from "./config";
 import { txExecutor } from "../db/sql";
 import { countEligible } from "./dry-run";
 import { retentionStore, type RetentionStore } from "./store";
@@ -93,7 +93,9 @@ export interface PurgeRunView {
   active: boolean;
   policies: PolicyRule[];
   asOf: Date;
+  /** Records per batch (as started); an events batch takes eventBatchSize. */
   batchSize: number;
+  eventBatchSize: number;
   pauseMs: number;
   recordWatermark: bigint;
   eventWatermark: bigint;
@@ -130,6 +132,7 @@ export function runView(r: PurgeRun): PurgeRunView {
     policies: r.policies as unknown as PolicyRule[],
     asOf: r.asOf,
     batchSize: r.batchSize,
+    eventBatchSize: eventBatchSize(r.batchSize),
     pauseMs: r.pauseMs,
     recordWatermark: r.recordWatermark,
     eventWatermark: r.eventWatermark,

@@ -27,7 +27,8 @@ import { retentionStore, type RetentionStore } from "./store";
  *      still eligible (THE condition of eligibility.ts, re-checked: a compensation, an
  *      outbox message or a reconciliation item committed meanwhile protects the row;
  *      one not yet committed has to wait for our row lock, then finds the row gone);
- *      events phase: the same over idempotency_events (append-only: one statement).
+ *      events phase: the same over idempotency_events (append-only: one statement), in
+ *      batches of eventBatchSize (ten times the run's size: config.ts says why).
  *      That is PostgreSQL's spelling; MySQL's takes a few more statements for the same
  *      guarantee (purge-store.mysql.ts). Lock waits are bounded, and every statement walks the batch's id window in id order (withBatchSettings);
  *   4. in the same transaction advances the watermark (to the last candidate when the
@@ -101,7 +102,7 @@ async function recordsBatch(ex: SqlExecutor, store: PurgeStore, run: PurgeRunVie
 }
 
 async function eventsBatch(store: PurgeStore, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
-  const deleted = await store.deleteEligibleEvents(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.batchSize);
+  const deleted = await store.deleteEligibleEvents(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.eventBatchSize);
   const ids = deleted.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return { candidates: ids, deleted: ids.length };
 }
@@ -160,9 +161,10 @@ async function batch(
   if (run.phase === "events") {
     const bound = bounds.events ?? 0n;
     if (run.eventWatermark >= bound) return { kind: "finished", run: await finishRun(tx, runs, runId, "completed", { actor }) };
-    const hi = run.eventWatermark + windowFor(run.batchSize) < bound ? run.eventWatermark + windowFor(run.batchSize) : bound;
+    const window = windowFor(run.eventBatchSize);
+    const hi = run.eventWatermark + window < bound ? run.eventWatermark + window : bound;
     const b = await eventsBatch(purge, run, hi);
-    const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
+    const watermark = b.candidates.length === run.eventBatchSize ? b.candidates[b.candidates.length - 1] : hi;
     await runs.eventsBatchDone(runId, { watermark, deleted: b.deleted, leaseSeconds: lease });
     return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
   }
