@@ -51,6 +51,7 @@ import * as pgRollups from "@/lib/stats/rollup-store.postgres";
 import * as mysqlRollups from "@/lib/stats/rollup-store.mysql";
 import * as pgStats from "@/lib/stats/store.postgres";
 import * as mysqlStats from "@/lib/stats/store.mysql";
+import { IdempotencyStore } from "@/lib/idempotency";
 import { readFloors, type ReadFloors } from "./read-floors";
 
 interface Args {
@@ -133,6 +134,7 @@ async function overviewBench(db: Database, floors: ReadFloors, args: Args) {
     ["last 30 d", { from: new Date(now.getTime() - 30 * D), to: now }],
     ["last 24 h, operation=capture_payment", { from: new Date(now.getTime() - D), to: now, operation: "capture_payment" }],
     ["last 24 h, scope=tenant:acme", { from: new Date(now.getTime() - D), to: now, scope: "tenant:acme" }],
+    [`last 24 h, scope=${SMALL_SCOPE.scope}`, { from: new Date(now.getTime() - D), to: now, scope: SMALL_SCOPE.scope }],
   ];
   console.log(`\noverview — GET /api/v1/stats/overview's function vs the same numbers by raw SQL (median of ${args.runs})`);
   console.log("  lib: lib/stats/overview.ts overviewStats (rollup tiers + raw remainder; every record-side number too)");
@@ -289,6 +291,32 @@ async function metricsBench(db: Database, floors: ReadFloors, args: Args) {
 
 // ---------------------------------------------------------------------------
 
+/** A small tenant beside bulk.ts's five large ones: the overview's scope filter at its size. */
+const SMALL_SCOPE = { scope: "tenant:small", records: 10_000 };
+
+/** SMALL_SCOPE's records, written through the writers' library (begin + complete, 8 at a time), unless there. */
+async function addSmallScope(db: Database): Promise<void> {
+  const [{ n }] = await db.sql.query<{ n: bigint | number }>(`SELECT count(*) AS n FROM idempotency_records WHERE scope = ${db.dialect.param(1)}`, [
+    SMALL_SCOPE.scope,
+  ]);
+  if (Number(n) > 0) return;
+  const store = new IdempotencyStore(db);
+  const t = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < SMALL_SCOPE.records) {
+        const i = next++;
+        const r = await store.begin({ scope: SMALL_SCOPE.scope, operation: "create_order", key: `small-${i}`, payload: { order: i } });
+        if (r.outcome === "owner") await store.complete(r.record.id, { code: 201, body: `{"order":${i}}` });
+      }
+    }),
+  );
+  console.log(
+    `added ${fmt(SMALL_SCOPE.records)} records in scope ${SMALL_SCOPE.scope} through the writers' library in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
+}
+
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   return withBenchDatabase("bench:read", { keep: args.keep, poolSize: Math.max(4, args.fillConcurrency + 2) }, async (db) => {
@@ -316,6 +344,7 @@ async function main(): Promise<number> {
     } else {
       console.log("\nthe database already holds records: measuring it as it is");
     }
+    await addSmallScope(db);
     let t = performance.now();
     // Big batches for the initial load: bulk events span the whole history, so each batch
     // touches every day/hour bucket again (the background refresher's 50,000 suits live traffic).
