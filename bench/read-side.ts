@@ -10,7 +10,8 @@
  * 1. Creates a throwaway database `ic_bench_<timestamp>` on the DATABASE_URL server (or uses
  *    BENCH_DATABASE_URL as is: never created nor dropped, filled only if it has no records),
  *    migrates it, loads N records and their events with lib/demo/bulk.ts (default 10,000,000
- *    records × 3 events = 30,000,000 events), rolls the events up (lib/stats/rollups.ts),
+ *    records × 3 events = 30,000,000 events), adds a 10,000-record tenant through the writers'
+ *    library (SMALL_SCOPE; also to a BENCH_DATABASE_URL without it), rolls the events up (lib/stats/rollups.ts),
  *    then VACUUM (ANALYZE) and CHECKPOINT (MySQL: ANALYZE TABLE) so every variant starts from the same state.
  * 2. Prints side by side, median of --runs after one warm-up run each:
  *    - the overview as the API computes it (lib/stats/overview.ts overviewStats, the function
