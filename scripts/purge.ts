@@ -12,7 +12,8 @@
  * --resume takes over the run in progress: when another process still holds its
  * lease (PURGE_LEASE_SECONDS, default 30), it waits for the lease to run out first
  * (at most --wait-seconds, default 600). Either way the work is resumable: kill it
- * at any point and --resume continues after the last committed batch.
+ * at any point and --resume continues after the last committed batch. --batch-size is
+ * records per batch; an events batch takes ten times as many (lib/retention/config.ts).
  *
  * Uses DATABASE_URL (PostgreSQL, MySQL/MariaDB) or the embedded PGlite in PGLITE_DIR (stop the server
  * first: one process per PGlite folder). Audited as the system actor
