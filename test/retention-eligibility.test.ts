@@ -5,10 +5,12 @@ import { byDialect } from "@/lib/db/dialect";
 import * as mysqlPurge from "@/lib/retention/purge-store.mysql";
 import * as postgresPurge from "@/lib/retention/purge-store.postgres";
 import { currentRules } from "@/lib/retention/policies";
+import { eventBatchSize, MAX_BATCH_SIZE } from "@/lib/retention/config";
+import { execute, txExecutor } from "@/lib/db/sql";
 import { getRun, startPurge } from "@/lib/retention/runs";
 import { claimRun, stopPurgeWork, workRun } from "@/lib/retention/worker";
 import { expiryStats } from "@/lib/stats/expiry";
-import { createTestDatabase, type TestDatabase } from "./helpers/db";
+import { createTestDatabase, usingMysql, type TestDatabase } from "./helpers/db";
 import { buildRetentionDataset, keptChecksums, RECORD_CLASSES, remaining, truth, type RetentionDataset } from "./helpers/retention";
 
 /**
@@ -225,5 +227,21 @@ describe("purge run", () => {
     });
     expect(await remaining(db, t)).toEqual({ records: 0, events: 0 });
     expect(await keptChecksums(db, t)).toEqual(before);
+  });
+});
+
+describe.runIf(usingMysql)("the largest batches on MySQL/MariaDB", () => {
+  it("name their candidates in statements the server accepts through the batch's transaction (at most 65,535 parameters)", async () => {
+    const rules = await currentRules(db.prisma);
+    // Ids no row has: the statements run whole and delete nothing.
+    const fake = (n: number) => Array.from({ length: n }, (_, i) => 9_000_000_000n + BigInt(i));
+    for (const [table, n] of [
+      ["idempotency_records", MAX_BATCH_SIZE],
+      ["idempotency_events", eventBatchSize(MAX_BATCH_SIZE)],
+    ] as const) {
+      const d = mysqlPurge.deleteStillEligibleSql(table, rules, data.asOf, fake(n));
+      const affected = await db.prisma.$transaction((tx) => execute(txExecutor(tx, db.dialect), d.text, d.values));
+      expect(affected.affectedRows, `${table}, ${n} candidates`).toBe(0);
+    }
   });
 });

@@ -10,6 +10,7 @@ import { useIntentKey } from "@/components/client/intent-key";
 import { ErrorState } from "@/components/queue/read-ui";
 import { fmt, policyName, type DryRunJson, type RunJson } from "./shared";
 import { ScrollBox } from "@/components/ScrollBox";
+import { MAX_BATCH_SIZE } from "@/lib/retention/config";
 
 /**
  * Dry run first (GET /api/v1/retention/dry-run): per policy, what would be deleted and
@@ -140,7 +141,7 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const expected = String(dry.totals.records);
-  const batchOk = /^\d{1,6}$/.test(batchSize) && Number(batchSize) >= 1 && Number(batchSize) <= 100_000;
+  const batchOk = /^\d{1,6}$/.test(batchSize) && Number(batchSize) >= 1 && Number(batchSize) <= MAX_BATCH_SIZE;
   const pauseOk = /^\d{1,6}$/.test(pauseMs) && Number(pauseMs) <= 600_000;
   const valid = reason.trim().length >= 3 && batchOk && pauseOk && confirm.trim() === expected;
 
@@ -172,7 +173,7 @@ function StartPurgeForm({ dry, onStarted }: { dry: DryRunJson; onStarted: (run: 
           <input
             type="number"
             min={1}
-            max={100000}
+            max={MAX_BATCH_SIZE}
             value={batchSize}
             onChange={(e) => {
               setBatchSize(e.target.value);
