@@ -21,7 +21,8 @@ import { overviewReads, overviewStats } from "@/lib/stats/overview";
 import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
 import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
-import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS } from "@/lib/stats/store.postgres";
+import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql } from "@/lib/stats/store.postgres";
+import { scopeTotalsSql } from "@/lib/stats/store.mysql";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 
@@ -263,6 +264,17 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       }
     });
   });
+
+  it("the overview filtered to a scope counts the scope's records from one index alone (no heap fetch)", async () => {
+    // Index-only scans read the visibility map, which VACUUM keeps (autovacuum, on a live table).
+    await db.sql.exec("VACUUM (ANALYZE) idempotency_records");
+    const reads = overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "partner:zeta" }, now, parseStuckThresholds("default=5m"));
+    const all = await plan(recordTotalsSql(reads));
+    const records = all.filter((n) => n["Relation Name"] === "idempotency_records" || (n["Index Name"] ?? "").startsWith("idempotency_records"));
+    expect(records.map(describeNode), all.map(describeNode).join("\n")).toEqual([
+      expect.stringMatching(/^Index Only Scan .*idempotency_records_scope_counts_idx/),
+    ]);
+  });
 });
 
 // PostgreSQL's catalogs (operator classes): MySQL has none; its indexes are checked against the schema by test/mysql-schema.test.ts.
@@ -418,5 +430,13 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
     await expectNoFullScan("queue", mysqlQueueSql({}, thresholds, now)!);
     await expectNoFullScan("queue, pending, newest first", mysqlQueueSql({ kind: "pending", sort: "age_asc" }, thresholds, now)!);
     await expectNoFullScan("queue, stuck, page 2", mysqlQueueSql({ kind: "stuck", cursor: { t: "2026-11-20T00:00:00.000000Z", id: 5n } }, thresholds, now)!);
+  });
+
+  it("the overview filtered to a scope counts the scope's records from one index alone (covering)", async () => {
+    const reads = overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "partner:zeta" }, now, parseStuckThresholds("default=5m"));
+    const rows = await plan(scopeTotalsSql(reads));
+    expect(rows.map(describeRow), rows.map(describeRow).join("\n")).toEqual([
+      expect.stringMatching(/ r ref using idempotency_records_scope_counts_idx .*Using index/),
+    ]);
   });
 });
