@@ -260,7 +260,9 @@ async function main(): Promise<number> {
     console.log(`  ${settledBy(db)}${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "outbox_messages"])}`);
 
     // 3. The purge, with the writer running.
-    console.log(`purge (batches of ${fmt(args.batchSize)} records, ${fmt(eventBatchSize(args.batchSize))} events; ${args.pauseMs} ms pause) with the writer running…`);
+    console.log(
+      `purge (batches of ${fmt(args.batchSize)} records, ${fmt(eventBatchSize(args.batchSize))} events; ${args.pauseMs} ms pause) with the writer running…`,
+    );
     const run = await startPurge(
       db.prisma,
       { type: "system", label: "bench:purge" },
