@@ -23,11 +23,10 @@ export const MAX_PAUSE_MS = 600_000;
 
 /**
  * An events batch deletes up to this many times the run's batch size (at most MAX_BATCH_SIZE, as
- * a records batch).
- * Events are append-only — no writer updates an old event or waits on its row — and one costs
- * about a sixth of a record to delete (no locking first, no census: PostgreSQL 2.0 vs 13.2 ms per
- * 1,000). At the records' size the events phase spent a pause and a batch's fixed cost for every
- * 2 ms of deleting (docs/retention.md).
+ * a records batch). Events are append-only — no writer updates an old event or waits on its
+ * row — and one costs about a sixth of a record to delete (no locking first, no census:
+ * PostgreSQL 2.0 vs 13.2 ms per 1,000). At the records' size the events phase spent a pause and
+ * a batch's fixed cost for every 2 ms of deleting (docs/retention.md).
  */
 export const EVENT_BATCH_FACTOR = 10;
 

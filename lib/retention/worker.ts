@@ -152,7 +152,8 @@ async function batch(
       await runs.enterEventsPhase(runId, lease);
       return { kind: "continue", deleted: 0, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
     }
-    const hi = run.recordWatermark + windowFor(run.batchSize) < bound ? run.recordWatermark + windowFor(run.batchSize) : bound;
+    const window = windowFor(run.batchSize);
+    const hi = run.recordWatermark + window < bound ? run.recordWatermark + window : bound;
     const b = await recordsBatch(ex, purge, run, hi);
     const watermark = b.candidates.length === run.batchSize ? b.candidates[b.candidates.length - 1] : hi;
     await runs.recordsBatchDone(runId, { watermark, deleted: b.deleted, leaseSeconds: lease });
