@@ -22,7 +22,7 @@ import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
 import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
 import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql } from "@/lib/stats/store.postgres";
-import { scopeTotalsSql } from "@/lib/stats/store.mysql";
+import { recordTotalsSql as mysqlRecordTotalsSql } from "@/lib/stats/store.mysql";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 
@@ -434,8 +434,10 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
 
   it("the overview filtered to a scope counts the scope's records from one index alone (covering)", async () => {
     const reads = overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "partner:zeta" }, now, parseStuckThresholds("default=5m"));
-    const rows = await plan(scopeTotalsSql(reads));
-    expect(rows.map(describeRow), rows.map(describeRow).join("\n")).toEqual([
+    const rows = await plan(mysqlRecordTotalsSql(reads));
+    // The other rows are the derived tables (the pass's few groups, the names) and the names' UNION.
+    const records = rows.filter((r) => r.table !== null && RECORDS.has(r.table));
+    expect(records.map(describeRow), rows.map(describeRow).join("\n")).toEqual([
       expect.stringMatching(/ r ref using idempotency_records_scope_counts_idx .*Using index/),
     ]);
   });

@@ -290,7 +290,6 @@ export function overviewReads(input: OverviewInput, now: Date, thresholds: Stuck
     now,
     thresholds,
     recordIntervals: recordIntervals(now),
-    forecastDays: FORECAST_DAYS,
     pendingAgeBounds: PENDING_AGE_BUCKETS.slice(1).map((b) => b.minSeconds),
     series: { plan: countPlan(input, { stepSeconds }), stepSeconds },
   };

@@ -9,6 +9,7 @@ import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
+import { scopeCounts, scopeCountWhere } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -54,20 +55,28 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
 }
 
 /**
- * With a scope (no census per scope; a scope's records are few): one pass over the scope's
- * rows, grouped by operation, status, expired or not and forecast day; recordTotals turns the
- * groups into PostgreSQL's rows (`all`, `status:<status>`, `expired`, `d<i>`).
+ * Records by expires_at interval and operation (PostgreSQL's recordTotalsSql): without a
+ * scope from the record census; with one, the scope's one pass (scope-counts.ts), a covering
+ * range of (scope, operation, expires_at, status) grouped by operation, each number a
+ * conditional count over bounds bound as constants, unpivoted after the grouping by a join
+ * with the names (a few rows). Rows: { name, operation, n }.
  */
-export function scopeTotalsSql(r: Pick<OverviewReads, "filters" | "now" | "forecastDays">): Statement {
+export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
+  const f = r.filters;
+  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
   const p = new Params(MYSQL);
-  const end = new Date(r.now.getTime() + r.forecastDays * 86_400_000);
-  const text = `SELECT r.operation, r.status, r.expires_at < ${p.add(r.now)} AS expired,
-                  CASE WHEN r.expires_at >= ${p.add(r.now)} AND r.expires_at < ${p.add(end)}
-                       THEN FLOOR(TIMESTAMPDIFF(MICROSECOND, ${p.add(r.now)}, r.expires_at) / 86400000000) END AS d,
-                  COUNT(*) AS n
-             FROM idempotency_records r
-            WHERE TRUE${recordFilters(p, r.filters)}
-            GROUP BY r.operation, r.status, expired, d`;
+  const counts = scopeCounts(r.recordIntervals);
+  // Parameters bind in text order: the pass's bounds and filters, then the names.
+  const columns = counts.map((c, i) => {
+    const where = scopeCountWhere(c, (d) => p.add(d));
+    return `${where ? `COUNT(CASE WHEN ${where} THEN 1 END)` : "COUNT(*)"} AS c${i}`;
+  });
+  const pass = `SELECT r.operation, ${columns.join(", ")} FROM idempotency_records r WHERE TRUE${recordFilters(p, f)} GROUP BY r.operation`;
+  const names = counts.map((c, i) => `SELECT ${i} AS i, ${p.add(c.name)} AS name`).join(" UNION ALL ");
+  const text = `SELECT u.name, u.operation, u.n FROM (
+      SELECT k.name, t.operation, CASE k.i ${counts.map((_, i) => `WHEN ${i} THEN t.c${i}`).join(" ")} END AS n
+        FROM (${pass}) t JOIN (${names}) k
+    ) u WHERE u.n > 0`;
   return { text, values: p.values };
 }
 
@@ -125,8 +134,7 @@ export function overviewSql(r: OverviewReads) {
   const f = r.filters;
   return {
     status: statusCountsSql(f),
-    totals: f.scope ? null : recordCensusSql(r.recordIntervals, { operation: f.operation }),
-    scopeTotals: f.scope ? scopeTotalsSql(r) : null,
+    totals: recordTotalsSql(r),
     active: activeByOperationSql(f, r.thresholds, r.now),
     ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
     open: openReconciliationSql(f),
@@ -229,33 +237,6 @@ export function expirySql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }) {
   return { hours: expiringSql(q, "hour"), days: expiringSql(q, "day"), expired: expiredSql(q) };
 }
 
-interface ScopeGroup {
-  operation: string;
-  status: string;
-  expired: number | bigint | null;
-  d: number | bigint | string | null;
-  n: bigint;
-}
-
-/** The scope's groups as the record totals' rows: { name, operation, n }. */
-function scopeTotals(groups: readonly ScopeGroup[]): { name: string; operation: string; n: bigint }[] {
-  const out = new Map<string, { name: string; operation: string; n: bigint }>();
-  const add = (name: string, operation: string, n: bigint) => {
-    const key = JSON.stringify([name, operation]);
-    const row = out.get(key);
-    if (row) row.n += n;
-    else out.set(key, { name, operation, n });
-  };
-  for (const g of groups) {
-    const n = BigInt(g.n);
-    add("all", g.operation, n);
-    if (g.status !== "completed") add(`status:${g.status}`, g.operation, n);
-    if (Number(g.expired) === 1) add("expired", g.operation, n);
-    if (g.d !== null) add(`d${Number(g.d)}`, g.operation, n);
-  }
-  return [...out.values()];
-}
-
 export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
   const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
   /** The operations a conflicts statement ranges over: the filter's, or every one in the events. */
@@ -268,7 +249,7 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
       const sql = overviewSql(reads);
       return {
         status: sql.status ? await q<{ name: string; n: bigint }>(sql.status) : [],
-        totals: sql.totals ? await q<{ name: string; operation: string; n: bigint }>(sql.totals) : scopeTotals(await q<ScopeGroup>(sql.scopeTotals!)),
+        totals: await q<{ name: string; operation: string; n: bigint }>(sql.totals),
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),
         open: await q<{ n: bigint }>(sql.open),

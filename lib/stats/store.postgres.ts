@@ -9,6 +9,7 @@ import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
+import { scopeCounts, scopeCountWhere } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -54,26 +55,27 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
 /**
  * Records by expires_at interval (`recordIntervals`) and operation: all of them, expired
  * but not purged, and the forecast days. Without a scope, from the record census
- * (census-store.postgres.ts recordCensusSql). With a scope (no census per scope; a scope's
- * records are few), one pass over the scope's rows, which counts the unsettled statuses
- * too. Rows: { name, operation, n }.
+ * (census-store.postgres.ts recordCensusSql). With a scope, the scope's one pass
+ * (scope-counts.ts), which counts the unsettled statuses too: an index-only scan of
+ * (scope, operation, expires_at, status) grouped by operation in index order, each number a
+ * FILTER over bounds bound as constants, unpivoted after the grouping (a few rows). Rows:
+ * { name, operation, n }.
  */
-export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "now" | "recordIntervals" | "forecastDays">): Statement {
+export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
   const f = r.filters;
   if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
   const p = paramList();
-  const nowP = `${p.add(r.now)}::timestamptz`;
+  const counts = scopeCounts(r.recordIntervals);
+  const columns = counts.map((c, i) => {
+    const where = scopeCountWhere(c, (d) => `${p.add(d)}::timestamptz`);
+    return `${where ? `count(*) FILTER (WHERE ${where})` : "count(*)"} AS c${i}`;
+  });
   return {
-    text: `SELECT k.name, r.operation, count(*)::bigint AS n FROM idempotency_records r
-             CROSS JOIN LATERAL (
-               SELECT 'all'
-               UNION ALL SELECT 'status:' || r.status WHERE r.status <> 'completed'
-               UNION ALL SELECT 'expired' WHERE r.expires_at < ${nowP}
-               UNION ALL SELECT 'd' || floor(extract(epoch FROM r.expires_at - ${nowP}) / 86400)::int
-                 WHERE r.expires_at >= ${nowP} AND r.expires_at < ${nowP} + make_interval(days => ${p.add(r.forecastDays)})
-             ) k(name)
-            WHERE TRUE${recordFilters(p, f)}
-            GROUP BY 1, 2`,
+    text: `SELECT k.name, t.operation, k.n FROM (
+             SELECT r.operation, ${columns.join(", ")}
+               FROM idempotency_records r WHERE TRUE${recordFilters(p, f)} GROUP BY r.operation
+           ) t CROSS JOIN LATERAL (VALUES ${counts.map((c, i) => `(${p.add(c.name)}::text, t.c${i})`).join(", ")}) k(name, n)
+           WHERE k.n > 0`,
     values: p.values,
   };
 }

@@ -21,10 +21,11 @@ export interface OverviewReads {
   /** The moment the data is read at (ages, stuck thresholds, expiry windows). */
   now: Date;
   thresholds: StuckThresholds;
-  /** The expires_at intervals of the record totals ('all', 'expired', 'd0'…), counted from the census without a scope. */
+  /**
+   * The expires_at intervals of the record totals ('all', 'expired', 'd0'…): from the census
+   * without a scope, in the scope's one pass (scopeCounts) with one.
+   */
   recordIntervals: readonly ExpiryInterval[];
-  /** With a scope, the forecast days 'd0'…'d<n-1>' are counted in one pass: 24 h buckets from `now`. */
-  forecastDays: number;
   /** The pending age buckets' lower bounds in seconds, the first bucket's (0) left out. */
   pendingAgeBounds: readonly number[];
   /** The chart: event counts per bucket of `stepSeconds`, as `plan` splits [from, to). */
