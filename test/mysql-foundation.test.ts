@@ -8,7 +8,7 @@ import { MYSQL, POSTGRES } from "@/lib/db/dialect";
 import { healthReport } from "@/lib/db/health";
 import { LOCKS, sessionLock, sessionUnlock, transactionLock, trySessionLock } from "@/lib/db/locks";
 import { MigrationError, migrate, migrationStatus, MYSQL_MIGRATIONS_DIR } from "@/lib/db/migrate";
-import { parseMysqlVersion, unsupportedMysql } from "@/lib/db/mysql";
+import { createMysqlPool, parseMysqlVersion, unsupportedMysql } from "@/lib/db/mysql";
 import { splitMysqlStatements } from "@/lib/db/mysql-script";
 import { paramList } from "@/lib/db/params";
 import { execute, inSnapshot, inTransaction, txExecutor, type SqlExecutor } from "@/lib/db/sql";
@@ -683,6 +683,46 @@ describe.runIf(usingMysql)("a migrated MySQL/MariaDB database", () => {
       expect(await trySessionLock(a, "reconciler")).toBe(true);
       await sessionUnlock(a, "reconciler");
     });
+  });
+
+  it("connections go to callers in the order they asked: 8 callers on 2 connections all start before any is done", async () => {
+    const pool = createMysqlPool(db.url!, 2, { acquireTimeoutMs: 500 });
+    try {
+      // Each caller takes a connection, runs a statement, gives it back and asks again at once
+      // (as a writer's requests do). The driver's pool alone hands the released connection back
+      // to the same caller: each caller ran all its rounds before the next one had a connection.
+      const events: string[] = [];
+      const caller = async (c: number) => {
+        for (let round = 0; round < 25; round++) {
+          const conn = await pool.getConnection();
+          if (round === 0) events.push(`start ${c}`);
+          try {
+            await conn.query("SELECT 1");
+          } finally {
+            await conn.release();
+          }
+        }
+        events.push(`done ${c}`);
+      };
+      await Promise.all(Array.from({ length: 8 }, (_, c) => caller(c)));
+      const firstDone = events.findIndex((e) => e.startsWith("done"));
+      expect(
+        events.slice(0, firstDone).filter((e) => e.startsWith("start")),
+        events.join(", "),
+      ).toHaveLength(8);
+      // A caller in line past the wait limit fails clearly; the connections stay usable.
+      const held = await Promise.all([pool.getConnection(), pool.getConnection()]);
+      const waited = performance.now();
+      await expect(pool.query("SELECT 3")).rejects.toMatchObject({
+        code: "ER_GET_CONNECTION_TIMEOUT",
+        message: expect.stringMatching(/^pool timeout: no connection free after 500 ms/),
+      });
+      expect(performance.now() - waited).toBeGreaterThanOrEqual(490);
+      await Promise.all(held.map((c) => c.release()));
+      expect(await pool.query("SELECT 3 AS n")).toEqual([{ n: 3 }]);
+    } finally {
+      await pool.end();
+    }
   });
 
   it("transaction locks (console_locks rows): shared holders coexist, exclusive waits for them and for each other; released at COMMIT", async () => {

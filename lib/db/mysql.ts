@@ -1,4 +1,5 @@
 import * as mariadb from "mariadb";
+import { fairPool } from "./fair-pool";
 
 /**
  * MySQL / MariaDB connections (ADR 0012): one `mariadb` pool shared by Prisma's adapter and
@@ -62,11 +63,16 @@ const readUtcTimes: mariadb.TypeCastFunction = (field, next) => {
 };
 const READ_OPTIONS = { typeCast: readUtcTimes, bigIntAsNumber: false, decimalAsNumber: false, insertIdAsNumber: false } as const;
 
+/** How long a caller waits for a connection before failing, by default (the driver's). */
+const ACQUIRE_TIMEOUT_MS = 10_000;
+
 /**
  * A pool for a mysql:// or mariadb:// URL (user, password, host, port, database; ?ssl=true, ?socketPath=…).
- * `readOnly`: every session's transactions are read-only (the read side, ADR 0013).
+ * `readOnly`: every session's transactions are read-only (the read side, ADR 0013). Callers
+ * get connections in the order they asked (fair-pool.ts).
  */
-export function createMysqlPool(url: string, connectionLimit: number, opts: { readOnly?: boolean } = {}): mariadb.Pool {
+export function createMysqlPool(url: string, connectionLimit: number, opts: { readOnly?: boolean; acquireTimeoutMs?: number } = {}): mariadb.Pool {
+  const acquireTimeout = opts.acquireTimeoutMs ?? ACQUIRE_TIMEOUT_MS;
   const u = new URL(url);
   const database = decodeURIComponent(u.pathname.replace(/^\//, ""));
   if (!database) throw new Error("DATABASE_URL for MySQL must name a database (mysql://user@host:3306/payments)");
@@ -80,6 +86,7 @@ export function createMysqlPool(url: string, connectionLimit: number, opts: { re
     socketPath: u.searchParams.get("socketPath") ?? undefined,
     ssl: ssl === "true" ? {} : undefined,
     connectionLimit,
+    acquireTimeout,
     initSql: opts.readOnly ? [...MYSQL_SESSION_SQL, "SET SESSION TRANSACTION READ ONLY"] : MYSQL_SESSION_SQL,
     // Migrations and scripts (exec) are multi-statement; parameters are always bound, never spliced in.
     multipleStatements: true,
@@ -92,5 +99,5 @@ export function createMysqlPool(url: string, connectionLimit: number, opts: { re
   (pool as unknown as NodeJS.EventEmitter).on("error", (err: Error & { code?: string }) =>
     console.warn(`database: cannot open a connection (${err.code ?? err.message})`),
   );
-  return pool;
+  return fairPool(pool, connectionLimit, acquireTimeout);
 }
