@@ -168,7 +168,7 @@ async function overviewBench(db: Database, floors: ReadFloors, args: Args) {
   table(["range", "lib ms", "raw SQL ms", "countEvents ms", "requests", "same numbers"], rows);
   const sql = dialectSql(db);
 
-  for (const [label, input] of [cases[0], cases[2], cases[3]]) {
+  for (const [label, input] of [cases[0], cases[2], cases[3], cases[4]]) {
     console.log(`\n  breakdown, ${label} (each statement overviewStats runs, analyzed by the database; rows = rows read by table and index accesses)`);
     const parts = sql.overviewSql(overviewReads(input, now, readSideConfig().stuck));
     const out: string[][] = [];
