@@ -22,7 +22,7 @@ import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
 import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
 import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql } from "@/lib/stats/store.postgres";
-import { recordTotalsSql as mysqlRecordTotalsSql } from "@/lib/stats/store.mysql";
+import { overviewSql as mysqlOverviewSql, recordTotalsSql as mysqlRecordTotalsSql } from "@/lib/stats/store.mysql";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
 
@@ -274,6 +274,22 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     expect(records.map(describeNode), all.map(describeNode).join("\n")).toEqual([
       expect.stringMatching(/^Index Only Scan .*idempotency_records_scope_counts_idx/),
     ]);
+    // A large scope's processing and pending records (counts, stuck, oldest, pending ages): the
+    // unsettled index's ranges, the scope read from the entry (INCLUDE), no heap fetch per entry.
+    // (A scope of a few records reads them from the scope's index instead: fewer entries.)
+    const sql = overviewSql(
+      overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "tenant:acme" }, now, parseStuckThresholds("default=5m")),
+    );
+    for (const [name, q] of [
+      ["active", sql.active],
+      ["ages", sql.ages],
+    ] as const) {
+      const nodes = await plan(q);
+      const reads = nodes.filter((n) => n["Relation Name"] === "idempotency_records" || (n["Index Name"] ?? "").startsWith("idempotency_records"));
+      expect(reads.map(describeNode), `${name}:\n${nodes.map(describeNode).join("\n")}`).toEqual([
+        expect.stringMatching(/^Index Only Scan .*idempotency_records_unsettled_status_idx/),
+      ]);
+    }
   });
 });
 
@@ -440,5 +456,18 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
     expect(records.map(describeRow), rows.map(describeRow).join("\n")).toEqual([
       expect.stringMatching(/ r ref using idempotency_records_scope_counts_idx .*Using index/),
     ]);
+    // A large scope's processing and pending records: the unsettled index (the scope its last column), no row lookups.
+    const sql = mysqlOverviewSql(
+      overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "tenant:acme" }, now, parseStuckThresholds("default=5m")),
+    );
+    for (const [name, q] of [
+      ["active", sql.active],
+      ["ages", sql.ages],
+    ] as const) {
+      const rows = await plan(q);
+      expect(rows.map(describeRow), `${name}:\n${rows.map(describeRow).join("\n")}`).toEqual([
+        expect.stringMatching(/ r (range|ref) using idempotency_records_unsettled_status_idx .*Using index/),
+      ]);
+    }
   });
 });
