@@ -27,7 +27,8 @@ export function fairPool(pool: mariadb.Pool, limit: number, timeoutMs: number): 
       const place = {
         admit,
         timer: setTimeout(() => {
-          line.splice(line.indexOf(place), 1);
+          const at = line.indexOf(place);
+          if (at >= 0) line.splice(at, 1);
           fail(
             Object.assign(new Error(`pool timeout: no connection free after ${timeoutMs} ms (${limit} in use, ${line.length} more waiting)`), {
               code: "ER_GET_CONNECTION_TIMEOUT",
