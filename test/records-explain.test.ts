@@ -285,8 +285,8 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       ["ages", sql.ages],
     ] as const) {
       const nodes = await plan(q);
-      const reads = nodes.filter((n) => n["Relation Name"] === "idempotency_records" || (n["Index Name"] ?? "").startsWith("idempotency_records"));
-      expect(reads.map(describeNode), `${name}:\n${nodes.map(describeNode).join("\n")}`).toEqual([
+      const scans = nodes.filter((n) => n["Relation Name"] === "idempotency_records" || (n["Index Name"] ?? "").startsWith("idempotency_records"));
+      expect(scans.map(describeNode), `${name}:\n${nodes.map(describeNode).join("\n")}`).toEqual([
         expect.stringMatching(/^Index Only Scan .*idempotency_records_unsettled_status_idx/),
       ]);
     }
