@@ -12,7 +12,10 @@ import { queueSummary } from "@/lib/records/queue";
 import { readSideConfig } from "@/lib/records/config";
 import { expiryStats } from "@/lib/stats/expiry";
 import { EVENT_KINDS } from "@/lib/kernel/vocabulary";
-import { PENDING_AGE_BUCKETS, seriesStep } from "@/lib/stats/overview";
+import { overviewStats, PENDING_AGE_BUCKETS, seriesStep } from "@/lib/stats/overview";
+import * as mysqlStats from "@/lib/stats/store.mysql";
+import * as pgStats from "@/lib/stats/store.postgres";
+import type { SqlExecutor } from "@/lib/db/sql";
 import { censusVerifySecondsFromEnv, createRollupRefresher, refreshSecondsFromEnv } from "@/lib/stats/refresher";
 import { countEvents, refreshRollups } from "@/lib/stats/rollups";
 import { createTestToken, createTestUser, sessionCookie, useTestAuthEnv } from "./helpers/auth-fixtures";
@@ -477,6 +480,60 @@ describe("GET /api/v1/stats/overview", () => {
     // Exactly 400 days is allowed; empty values mean "absent".
     expect((await get("?from=2025-10-01T00:00:00Z&to=2026-11-05T00:00:00Z")).status).toBe(200);
     expect((await get("?operation=&scope=")).status).toBe(200);
+  });
+
+  it("a scope's open reconciliation items come from the side with fewer probes, and count the same from either", async () => {
+    // A tenant of one record with an open item, beside the demo traffic's open items: fewer records than open items.
+    const record = await db.prisma.idempotencyRecord.create({
+      data: {
+        scope: "tenant:tiny",
+        operation: "capture_payment",
+        idempotencyKey: "tiny-1",
+        payloadHash: "a".repeat(64),
+        status: "pending",
+        expiresAt: new Date(Date.now() + DAY),
+      },
+    });
+    await db.prisma.reconciliationItem.create({ data: { recordId: record.id, provider: "demo", state: "needs_manual" } });
+    try {
+      const stats = byDialect<Pick<typeof pgStats, "openReconciliationSql">>(db.sql, { postgres: pgStats, mysql: mysqlStats });
+      const count = async (q: { text: string; values: unknown[] }) => Number((await db.sql.query<{ n: bigint }>(q.text, q.values))[0].n);
+      const [{ n: openItems }] = await db.sql.query<{ n: bigint }>(stats.openReconciliationSql({}).text, stats.openReconciliationSql({}).values);
+      for (const f of [{ scope: "tenant:tiny" }, { scope: "tenant:acme" }, { scope: "tenant:globex", operation: "create_order" }, { scope: "tenant:none" }]) {
+        const items = await count(stats.openReconciliationSql(f, "items"));
+        expect(await count(stats.openReconciliationSql(f, "records")), f.scope).toBe(items);
+        const p = db.sql.dialect.param;
+        const [raw] = await db.sql.query<{ n: bigint }>(
+          `SELECT COUNT(*) AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+            WHERE i.state IN ('open', 'checking', 'needs_manual') AND r.scope = ${p(1)}${f.operation ? ` AND r.operation = ${p(2)}` : ""}`,
+          f.operation ? [f.scope, f.operation] : [f.scope],
+        );
+        expect(items, f.scope).toBe(Number(raw.n));
+      }
+      expect(await count(stats.openReconciliationSql({ scope: "tenant:tiny" }, "items"))).toBe(1);
+
+      // Which one the overview runs: the records' side for the tiny tenant, the items' for acme (more records than open items).
+      const [{ n: acmeRecords }] = await db.sql.query<{ n: bigint }>(`SELECT COUNT(*) AS n FROM idempotency_records WHERE scope = 'tenant:acme'`);
+      expect(Number(acmeRecords)).toBeGreaterThan(Number(openItems));
+      for (const [scope, side] of [
+        ["tenant:tiny", "records"],
+        ["tenant:acme", "items"],
+      ] as const) {
+        const sent: string[] = [];
+        await db.withSession(async (s) => {
+          const recording: SqlExecutor = { ...s, query: (text, params) => (sent.push(text), s.query(text, params)) };
+          const o = await overviewStats(recording, { from: new Date(Date.now() - DAY), to: new Date(), scope });
+          const q = stats.openReconciliationSql({ scope }, "items"); // on the session: embedded mode has one connection
+          expect(o.reconciliation.open, scope).toBe(Number((await s.query<{ n: bigint }>(q.text, q.values))[0].n));
+        });
+        expect(sent, `${scope}: the ${side}' side`).toContain(stats.openReconciliationSql({ scope }, side).text);
+        expect(sent, scope).not.toContain(stats.openReconciliationSql({ scope }, side === "records" ? "items" : "records").text);
+      }
+      await expectExact("a tenant of one record", { from: new Date(Date.now() - DAY), to: new Date(), scope: "tenant:tiny" });
+    } finally {
+      await db.prisma.reconciliationItem.deleteMany({ where: { recordId: record.id } });
+      await db.prisma.idempotencyRecord.delete({ where: { id: record.id } });
+    }
   });
 
   it("answers POST with 405", async () => {

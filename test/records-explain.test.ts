@@ -274,6 +274,12 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     expect(records.map(describeNode), all.map(describeNode).join("\n")).toEqual([
       expect.stringMatching(/^Index Only Scan .*idempotency_records_scope_counts_idx/),
     ]);
+    // A small scope's open reconciliation items from its records' side: the scope's record ids
+    // from an index alone ((scope, created_at, id)), no heap fetch; then a probe of the items each.
+    const open = await plan(overviewSql(reads).openFromRecords!);
+    expect(open.filter((n) => n["Relation Name"] === "idempotency_records").map(describeNode), open.map(describeNode).join("\n")).toEqual([
+      expect.stringMatching(/^Index Only Scan on idempotency_records /),
+    ]);
     // A large scope's processing and pending records (counts, stuck, oldest, pending ages): the
     // unsettled index's ranges, the scope read from the entry (INCLUDE), no heap fetch per entry.
     // (A scope of a few records reads them from the scope's index instead: fewer entries.)
@@ -455,6 +461,12 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
     const records = rows.filter((r) => r.table !== null && RECORDS.has(r.table));
     expect(records.map(describeRow), rows.map(describeRow).join("\n")).toEqual([
       expect.stringMatching(/ r ref using idempotency_records_scope_counts_idx .*Using index/),
+    ]);
+    // A small scope's open reconciliation items from its records' side: the ids from a scope index (InnoDB's carry the key).
+    const open = await plan(mysqlOverviewSql(reads).openFromRecords!);
+    expect(open.map(describeRow), open.map(describeRow).join("\n")).toEqual([
+      expect.stringMatching(/ r ref using idempotency_records_scope_\w+ .*Using index/),
+      expect.stringMatching(/ i ref using reconciliation_items_record_id_idx /),
     ]);
     // A large scope's processing and pending records: the unsettled index (the scope its last column), no row lookups.
     const sql = mysqlOverviewSql(

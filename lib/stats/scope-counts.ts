@@ -1,3 +1,4 @@
+import type { Statement } from "../db/params";
 import { RECORD_STATUSES, type RecordStatus } from "../kernel/vocabulary";
 import type { ExpiryInterval } from "./census-store";
 
@@ -23,4 +24,25 @@ export function scopeCountWhere(c: ScopeCount, time: (d: Date) => string): strin
   if ("status" in c) return `r.status = '${c.status}'`;
   const { from, to } = c.interval;
   return [...(from ? [`r.expires_at >= ${time(from)}`] : []), ...(to ? [`r.expires_at < ${time(to)}`] : [])].join(" AND ") || null;
+}
+
+/** Which side a scope's open reconciliation items are counted from (the stores' openReconciliationSql). */
+export type OpenItemsFrom = "items" | "records";
+
+/**
+ * The scope's open reconciliation items from the side with fewer probes: a probe of the items
+ * per record of the scope when the scope has fewer records (its `all` totals, read in the same
+ * snapshot) than there are open items in all — a small tenant beside a large backlog — else a
+ * probe of the record per open item. Both count exactly the same items. Without a scope there
+ * is one statement (`open`).
+ */
+export async function countOpenItems(
+  sql: { open: Statement; openUnfiltered?: Statement; openFromRecords?: Statement },
+  totals: readonly { name: string; n: bigint | number }[],
+  query: <T>(s: Statement) => Promise<T[]>,
+): Promise<{ n: bigint }[]> {
+  if (!sql.openUnfiltered || !sql.openFromRecords) return query<{ n: bigint }>(sql.open);
+  const scopeRecords = totals.reduce((sum, r) => (r.name === "all" ? sum + Number(r.n) : sum), 0);
+  const [all] = await query<{ n: bigint }>(sql.openUnfiltered);
+  return query<{ n: bigint }>(scopeRecords < Number(all.n) ? sql.openFromRecords : sql.open);
 }

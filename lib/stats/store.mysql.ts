@@ -9,7 +9,7 @@ import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
-import { scopeCounts, scopeCountWhere } from "./scope-counts";
+import { countOpenItems, scopeCounts, scopeCountWhere, type OpenItemsFrom } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -80,15 +80,22 @@ export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordInterv
   return { text, values: p.values };
 }
 
-/** Open reconciliation items (open, checking, needs_manual); filtered through their record: a primary-key probe per open item. */
-export function openReconciliationSql(f: { operation?: string; scope?: string }): Statement {
+/**
+ * Open reconciliation items (open, checking, needs_manual); filtered through their record
+ * (PostgreSQL's openReconciliationSql): `from: "items"`, a primary-key probe of the record per
+ * open item; `from: "records"` (a scope), a probe of the items' record_id index per record of
+ * the scope, the ids from a scope index (InnoDB's secondary indexes carry the primary key).
+ */
+export function openReconciliationSql(f: { operation?: string; scope?: string }, from: OpenItemsFrom = "items"): Statement {
   const p = new Params(MYSQL);
   const states = p.list(OPEN_RECONCILIATION_STATES);
   const filters = recordFilters(p, f);
+  if (!filters) return { text: `SELECT COUNT(*) AS n FROM reconciliation_items i WHERE i.state IN (${states})`, values: p.values };
   return {
-    text: filters
-      ? `SELECT STRAIGHT_JOIN COUNT(*) AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id WHERE i.state IN (${states})${filters}`
-      : `SELECT COUNT(*) AS n FROM reconciliation_items i WHERE i.state IN (${states})`,
+    text:
+      from === "records" && f.scope
+        ? `SELECT COUNT(*) AS n FROM idempotency_records r STRAIGHT_JOIN reconciliation_items i ON i.record_id = r.id WHERE i.state IN (${states})${filters}`
+        : `SELECT STRAIGHT_JOIN COUNT(*) AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id WHERE i.state IN (${states})${filters}`,
     values: p.values,
   };
 }
@@ -138,6 +145,7 @@ export function overviewSql(r: OverviewReads) {
     active: activeByOperationSql(f, r.thresholds, r.now),
     ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
     open: openReconciliationSql(f),
+    ...(f.scope ? { openUnfiltered: openReconciliationSql({}), openFromRecords: openReconciliationSql(f, "records") } : {}),
     series: countsSql(r.series.plan, f, r.series.stepSeconds),
     rollup: plain(ROLLUP_STATE_SQL),
     operations: plain(KNOWN_OPERATIONS_SQL),
@@ -247,12 +255,13 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
     readSidePlans: async () => {},
     async overview(reads) {
       const sql = overviewSql(reads);
+      const totals = await q<{ name: string; operation: string; n: bigint }>(sql.totals);
       return {
         status: sql.status ? await q<{ name: string; n: bigint }>(sql.status) : [],
-        totals: await q<{ name: string; operation: string; n: bigint }>(sql.totals),
+        totals,
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),
-        open: await q<{ n: bigint }>(sql.open),
+        open: await countOpenItems(sql, totals, q),
         series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
         rollup: await q<RollupStateRow>(sql.rollup),
         operations: await q<{ operation: string }>(sql.operations),

@@ -9,7 +9,7 @@ import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
-import { scopeCounts, scopeCountWhere } from "./scope-counts";
+import { countOpenItems, scopeCounts, scopeCountWhere, type OpenItemsFrom } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -81,20 +81,27 @@ export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordInterv
 }
 
 /**
- * Open reconciliation items (open, checking, needs_manual); filtered through their record:
- * one primary-key probe per open item (OFFSET 0 keeps the planner from turning it into a
- * join that reads every record of the scope), so it reads O(open items) whatever the filter.
+ * Open reconciliation items (open, checking, needs_manual); filtered through their record.
+ * `from: "items"`: one primary-key probe of the record per open item (OFFSET 0 keeps the planner
+ * from turning it into a join that reads every record of the scope): O(open items) whatever the
+ * filter. `from: "records"` (a scope): one probe of the items' record_id index per record of the
+ * scope, the ids an index-only scan of (scope, created_at, id): O(the scope's records), for a
+ * scope with fewer records than there are open items (scope-counts.ts countOpenItems).
  */
-export function openReconciliationSql(f: { operation?: string; scope?: string }): Statement {
+export function openReconciliationSql(f: { operation?: string; scope?: string }, from: OpenItemsFrom = "items"): Statement {
   const p = paramList();
   const states = p.add([...OPEN_RECONCILIATION_STATES]);
   const filters = recordFilters(p, f);
+  if (!filters) return { text: `SELECT count(*)::bigint AS n FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])`, values: p.values };
   return {
-    text: filters
-      ? `SELECT count(*)::bigint AS n FROM reconciliation_items i
-          CROSS JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE r.id = i.record_id OFFSET 0) r
-          WHERE i.state = ANY (${states}::text[])${filters}`
-      : `SELECT count(*)::bigint AS n FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])`,
+    text:
+      from === "records" && f.scope
+        ? `SELECT count(*)::bigint AS n FROM idempotency_records r
+            CROSS JOIN LATERAL (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = ANY (${states}::text[]) OFFSET 0) i
+            WHERE TRUE${filters}`
+        : `SELECT count(*)::bigint AS n FROM reconciliation_items i
+            CROSS JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE r.id = i.record_id OFFSET 0) r
+            WHERE i.state = ANY (${states}::text[])${filters}`,
     values: p.values,
   };
 }
@@ -159,6 +166,7 @@ export function overviewSql(r: OverviewReads) {
     active: activeByOperationSql(f, r.thresholds, r.now),
     ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
     open: openReconciliationSql(f),
+    ...(f.scope ? { openUnfiltered: openReconciliationSql({}), openFromRecords: openReconciliationSql(f, "records") } : {}),
     series: countsSql(r.series.plan, f, r.series.stepSeconds),
     rollup: plain(ROLLUP_STATE_SQL),
     operations: plain(KNOWN_OPERATIONS_SQL),
@@ -275,12 +283,13 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
     readSidePlans: () => ex.exec(READ_SIDE_PLANS),
     async overview(reads) {
       const sql = overviewSql(reads);
+      const totals = await q<{ name: string; operation: string; n: bigint }>(sql.totals);
       return {
         status: await q<{ name: string; n: bigint }>(sql.status),
-        totals: await q<{ name: string; operation: string; n: bigint }>(sql.totals),
+        totals,
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),
-        open: await q<{ n: bigint }>(sql.open),
+        open: await countOpenItems(sql, totals, q),
         series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
         rollup: await q<RollupStateRow>(sql.rollup),
         operations: await q<{ operation: string }>(sql.operations),
