@@ -30,10 +30,20 @@ export function scopeCountWhere(c: ScopeCount, time: (d: Date) => string): strin
 export type OpenItemsFrom = "items" | "records";
 
 /**
- * The scope's open reconciliation items from the side with fewer probes: a probe of the items
- * per record of the scope when the scope has fewer records (its `all` totals, read in the same
- * snapshot) than there are open items in all — a small tenant beside a large backlog — else a
- * probe of the record per open item. Both count exactly the same items. Without a scope there
+ * What a probe of the record per open item costs against a probe of the items per record of a
+ * scope: the first is a random read of the big records table (its primary key; on InnoDB the row
+ * itself), the second a range of a scope index with a probe of the small items table's record_id
+ * index. Measured (docs/scale.md, 2026-12-05): PostgreSQL 5M records, 7.3 against 0.57 µs (13×);
+ * MariaDB 1M, 2.4 against ~1 µs with a buffer pool the size of the data, far more with 128 MB.
+ * Four is the low side of that.
+ */
+export const RECORD_PROBE_COST = 4;
+
+/**
+ * The scope's open reconciliation items from the cheaper side: a probe of the items per record
+ * of the scope while the scope's records (its `all` totals, read in the same snapshot) are fewer
+ * than RECORD_PROBE_COST × the open items in all — a small tenant beside a large backlog — else
+ * a probe of the record per open item. Both count exactly the same items. Without a scope there
  * is one statement (`open`).
  */
 export async function countOpenItems(
@@ -44,5 +54,5 @@ export async function countOpenItems(
   if (!sql.openUnfiltered || !sql.openFromRecords) return query<{ n: bigint }>(sql.open);
   const scopeRecords = totals.reduce((sum, r) => (r.name === "all" ? sum + Number(r.n) : sum), 0);
   const [all] = await query<{ n: bigint }>(sql.openUnfiltered);
-  return query<{ n: bigint }>(scopeRecords < Number(all.n) ? sql.openFromRecords : sql.open);
+  return query<{ n: bigint }>(scopeRecords < RECORD_PROBE_COST * Number(all.n) ? sql.openFromRecords : sql.open);
 }
