@@ -725,6 +725,25 @@ describe.runIf(usingMysql)("a migrated MySQL/MariaDB database", () => {
     }
   });
 
+  it("a caller whose connection could not be opened gives its place back: the next one is not kept waiting", async () => {
+    const url = new URL(db.url!);
+    url.pathname = "/ic_no_such_database";
+    const pool = createMysqlPool(url.toString(), 1, { acquireTimeoutMs: 500 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        // The driver's own failure each time, never the line's "no connection free" (a place kept by a failed caller).
+        const err = await pool.getConnection().then(
+          () => null,
+          (e: Error) => e,
+        );
+        expect(err?.message, `attempt ${i + 1}`).not.toMatch(/no connection free/);
+        expect(err, `attempt ${i + 1}`).toBeInstanceOf(Error);
+      }
+    } finally {
+      await pool.end().catch(() => {});
+    }
+  });
+
   it("transaction locks (console_locks rows): shared holders coexist, exclusive waits for them and for each other; released at COMMIT", async () => {
     const inTx = (s: SqlExecutor, fn: () => Promise<void>) => inTransaction(s, fn, "START TRANSACTION");
     await db.withSession(async (a) => {
