@@ -10,8 +10,8 @@ import { bulkGenerate } from "@/lib/demo/bulk";
 import { mysqlDuplicatePairsSql } from "@/lib/records/duplicates-store.mysql";
 import { duplicatePairsSql } from "@/lib/records/duplicates-store.postgres";
 import { parseStuckThresholds } from "@/lib/records/config";
-import { mysqlQueueSql } from "@/lib/records/queue-store.mysql";
-import { queueSql } from "@/lib/records/queue-store.postgres";
+import { mysqlQueueSql, queueCountsSql as mysqlQueueCountsSql } from "@/lib/records/queue-store.mysql";
+import { queueCountsSql, queueSql } from "@/lib/records/queue-store.postgres";
 import type { SearchInput } from "@/lib/records/search";
 import { mysqlSearchSql } from "@/lib/records/search-store.mysql";
 import { searchSql } from "@/lib/records/search-store.postgres";
@@ -297,6 +297,14 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       ]);
     }
   });
+
+  it("the queue's counts read every record from an index alone: no heap fetch, no probe of a record per open item", async () => {
+    await db.sql.exec("VACUUM (ANALYZE) idempotency_records");
+    const all = await plan(queueCountsSql(parseStuckThresholds("default=5m,capture_payment=2m"), now));
+    const records = all.filter((n) => n["Relation Name"] === "idempotency_records");
+    expect(records.length, all.map(describeNode).join("\n")).toBeGreaterThan(0);
+    expect(records.filter((n) => n["Node Type"] !== "Index Only Scan").map(describeNode), all.map(describeNode).join("\n")).toEqual([]);
+  });
 });
 
 // PostgreSQL's catalogs (operator classes): MySQL has none; its indexes are checked against the schema by test/mysql-schema.test.ts.
@@ -452,6 +460,13 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
     await expectNoFullScan("queue", mysqlQueueSql({}, thresholds, now)!);
     await expectNoFullScan("queue, pending, newest first", mysqlQueueSql({ kind: "pending", sort: "age_asc" }, thresholds, now)!);
     await expectNoFullScan("queue, stuck, page 2", mysqlQueueSql({ kind: "stuck", cursor: { t: "2026-11-20T00:00:00.000000Z", id: 5n } }, thresholds, now)!);
+  });
+
+  it("the queue's counts read every record from an index alone (covering): no row lookup per open item", async () => {
+    const rows = await plan(mysqlQueueCountsSql(parseStuckThresholds("default=5m,capture_payment=2m"), now));
+    const records = rows.filter((r) => r.table === "r");
+    expect(records.length, rows.map(describeRow).join("\n")).toBeGreaterThan(0);
+    expect(records.filter((r) => !/Using index/.test(r.Extra ?? "")).map(describeRow), rows.map(describeRow).join("\n")).toEqual([]);
   });
 
   it("the overview filtered to a scope counts the scope's records from one index alone (covering)", async () => {

@@ -96,6 +96,18 @@ describe("stuck & pending queue", () => {
     expect(all.map((i) => i.kind).filter((k) => k === "reconciliation")).toHaveLength(1);
     // The tab's count is the same set the tab lists.
     expect((await queueSummary(db.sql, parseStuckThresholds(undefined), new Date())).reconciliationOther).toBe(1);
+    // Records, not items: a second open item on that record, and on a pending one, change nothing.
+    const [pending] = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE status = 'pending' ORDER BY id LIMIT 1`);
+    for (const id of [done.id, pending.id]) {
+      await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state, attempts) VALUES (${db.dialect.param(1)}, 'mockpay', 'open', 0)`, [id]);
+    }
+    const [{ n: other }] = await db.sql.query<{ n: bigint }>(
+      `SELECT count(DISTINCT i.record_id) AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+        WHERE i.state IN ('open', 'checking', 'needs_manual') AND r.status NOT IN ('processing', 'pending')`,
+    );
+    expect(Number(other)).toBe(1);
+    expect((await queueSummary(db.sql, parseStuckThresholds(undefined), new Date())).reconciliationOther).toBe(1);
+    expect(ids(await allPages({ kind: "reconciliation" }))).toEqual([done.id.toString()]);
   });
 
   it("sorts by age both ways, filters by operation, scope, status and provider; pages visit every row once", async () => {

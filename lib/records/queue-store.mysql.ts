@@ -98,8 +98,14 @@ export function mysqlQueueSql(input: QueueInput, thresholds: StuckThresholds, no
   };
 }
 
-/** The counts statement. */
-function queueCountsSql(thresholds: StuckThresholds, now: Date): Statement {
+/**
+ * The counts statement. `other` as on PostgreSQL: the records with an open item less those
+ * processing or pending, the second from a status index (InnoDB's carry the primary key) with a
+ * probe of the items' record_id index each — not a record lookup per open item. STRAIGHT_JOIN:
+ * as an EXISTS, MariaDB materialized the items and looked up each one's record (328 ms at 1M
+ * records with a 128 MB buffer pool).
+ */
+export function queueCountsSql(thresholds: StuckThresholds, now: Date): Statement {
   const p = paramList(MYSQL);
   const stuck = () => stuckCondition(p, thresholds, now);
   const open = () => p.list(OPEN_RECONCILIATION_STATES);
@@ -107,8 +113,9 @@ function queueCountsSql(thresholds: StuckThresholds, now: Date): Statement {
     text: `SELECT (SELECT count(*) FROM idempotency_records r WHERE ${stuck()}) AS stuck,
             (SELECT count(*) FROM idempotency_records r WHERE r.status = 'pending') AS pending,
             (SELECT count(*) FROM reconciliation_items i WHERE i.state IN (${open()})) AS open,
-            (SELECT count(DISTINCT i.record_id) FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
-              WHERE i.state IN (${open()}) AND r.status NOT IN ('processing', 'pending')) AS other,
+            (SELECT count(DISTINCT i.record_id) FROM reconciliation_items i WHERE i.state IN (${open()}))
+              - (SELECT count(DISTINCT r.id) FROM idempotency_records r STRAIGHT_JOIN reconciliation_items i ON i.record_id = r.id
+                  WHERE r.status IN ('processing', 'pending') AND i.state IN (${open()})) AS other,
             (SELECT min(r.updated_at) FROM idempotency_records r WHERE r.status = 'pending') AS "oldestPending",
             (SELECT min(r.updated_at) FROM idempotency_records r WHERE ${stuck()}) AS "oldestStuck"`,
     values: p.values,

@@ -93,8 +93,13 @@ export function queueSql(input: QueueInput, thresholds: StuckThresholds, now: Da
   };
 }
 
-/** The counts statement. */
-function queueCountsSql(thresholds: StuckThresholds, now: Date): Statement {
+/**
+ * The counts statement. `other` (records with an open item that are neither processing nor
+ * pending) is the records with an open item less those processing or pending: the first from the
+ * items table alone, the second the unsettled index's ids (INCLUDE (scope, id)) hashed against
+ * the open items — no probe of the records table per open item (25k at 5M records: 171 → 13 ms).
+ */
+export function queueCountsSql(thresholds: StuckThresholds, now: Date): Statement {
   const p = paramList();
   const stuck = stuckCondition(p, thresholds, now);
   const states = p.add([...OPEN_RECONCILIATION_STATES]);
@@ -102,8 +107,9 @@ function queueCountsSql(thresholds: StuckThresholds, now: Date): Statement {
     text: `SELECT (SELECT count(*) FROM idempotency_records r WHERE ${stuck})::bigint AS stuck,
             (SELECT count(*) FROM idempotency_records r WHERE r.status = 'pending')::bigint AS pending,
             (SELECT count(*) FROM reconciliation_items i WHERE i.state = ANY (${states}::text[]))::bigint AS open,
-            (SELECT count(DISTINCT i.record_id) FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
-              WHERE i.state = ANY (${states}::text[]) AND r.status NOT IN ('processing', 'pending'))::bigint AS other,
+            ((SELECT count(DISTINCT i.record_id) FROM reconciliation_items i WHERE i.state = ANY (${states}::text[]))
+              - (SELECT count(*) FROM idempotency_records r WHERE r.status IN ('processing', 'pending')
+                  AND EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = ANY (${states}::text[]))))::bigint AS other,
             (SELECT min(r.updated_at) FROM idempotency_records r WHERE r.status = 'pending') AS "oldestPending",
             (SELECT min(r.updated_at) FROM idempotency_records r WHERE ${stuck}) AS "oldestStuck"`,
     values: p.values,
