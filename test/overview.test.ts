@@ -491,7 +491,7 @@ describe("GET /api/v1/stats/overview", () => {
         operation: "capture_payment",
         idempotencyKey: "tiny-1",
         payloadHash: "a".repeat(64),
-        status: "pending",
+        status: "completed", // not pending: its item is one whose record is read by itself (neither processing nor pending)
         expiresAt: new Date(Date.now() + DAY),
       },
     });

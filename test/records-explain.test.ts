@@ -298,6 +298,26 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     }
   });
 
+  it("open reconciliation items of one operation: their records from the unsettled index alone; a record probe only for an item whose record is neither processing nor pending", async () => {
+    await db.sql.exec("VACUUM (ANALYZE) idempotency_records");
+    const q = overviewSql(
+      overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, operation: "capture_payment" }, now, parseStuckThresholds("default=5m")),
+    ).open;
+    const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.values);
+    const all = nodes(row["QUERY PLAN"][0].Plan) as (PlanNode & { "Actual Loops": number })[];
+    const records = all.filter((n) => n["Relation Name"] === "idempotency_records");
+    const text = all.map((n) => `${describeNode(n)} (loops ${n["Actual Loops"]})`).join("\n");
+    expect(records.map(describeNode), text).toEqual([
+      expect.stringMatching(/^Index Only Scan .*idempotency_records_unsettled_status_idx/),
+      expect.stringMatching(/^Index Scan .*idempotency_records_pkey/),
+    ]);
+    const [{ n: other }] = await db.sql.query<{ n: bigint }>(
+      `SELECT count(*)::bigint AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+        WHERE i.state IN ('open', 'checking', 'needs_manual') AND r.status NOT IN ('processing', 'pending')`,
+    );
+    expect(records[1]["Actual Loops"], text).toBe(Number(other));
+  });
+
   it("the queue's counts read every record from an index alone: no heap fetch, no probe of a record per open item", async () => {
     await db.sql.exec("VACUUM (ANALYZE) idempotency_records");
     const all = await plan(queueCountsSql(parseStuckThresholds("default=5m,capture_payment=2m"), now));

@@ -82,9 +82,11 @@ export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordInterv
 
 /**
  * Open reconciliation items (open, checking, needs_manual); filtered through their record.
- * `from: "items"`: one primary-key probe of the record per open item (OFFSET 0 keeps the planner
- * from turning it into a join that reads every record of the scope): O(open items) whatever the
- * filter. `from: "records"` (a scope): one probe of the items' record_id index per record of the
+ * `from: "items"`: each open item's record from the processing and pending records — the
+ * unsettled index alone (INCLUDE (scope, id)), hashed — and, only for an item whose record is
+ * neither (a one-time filter: normally none), a probe of its record by primary key (OFFSET 0
+ * keeps the planner from turning that into a join that reads every record): O(open items +
+ * unsettled records), no random read per item (PostgreSQL 5M, one operation: 164 → 17 ms). `from: "records"` (a scope): one probe of the items' record_id index per record of the
  * scope, the ids an index-only scan of (scope, created_at, id): O(the scope's records), for a
  * scope with fewer records than there are open items (scope-counts.ts countOpenItems).
  */
@@ -99,9 +101,13 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
         ? `SELECT count(*)::bigint AS n FROM idempotency_records r
             CROSS JOIN LATERAL (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state = ANY (${states}::text[]) OFFSET 0) i
             WHERE TRUE${filters}`
-        : `SELECT count(*)::bigint AS n FROM reconciliation_items i
-            CROSS JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE r.id = i.record_id OFFSET 0) r
-            WHERE i.state = ANY (${states}::text[])${filters}`,
+        : `SELECT count(*)::bigint AS n FROM (
+             SELECT COALESCE(u.operation, x.operation) AS operation, COALESCE(u.scope, x.scope) AS scope
+               FROM reconciliation_items i
+               LEFT JOIN (SELECT r.id, r.operation, r.scope FROM idempotency_records r WHERE r.status IN ('processing', 'pending')) u ON u.id = i.record_id
+               LEFT JOIN LATERAL (SELECT r.operation, r.scope FROM idempotency_records r WHERE u.id IS NULL AND r.id = i.record_id OFFSET 0) x ON TRUE
+              WHERE i.state = ANY (${states}::text[])
+           ) r WHERE TRUE${filters}`,
     values: p.values,
   };
 }
