@@ -136,6 +136,12 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0) AS watermark, s
     (SELECT COUNT(*) FROM rollup_gaps) AS gaps
   FROM (SELECT 1 AS one) o LEFT JOIN rollup_state s ON s.name = 'events'`;
 
+/**
+ * What counting a scope's open items from the items' side costs per item against a probe per
+ * record of the scope (scope-counts.ts countOpenItems): the items' side looks up each item's record, a random read of the big table.
+ */
+export const OPEN_ITEM_COST: number = 4;
+
 /** Every statement the overview runs, by name (the scope's pass replaces the census and the status counts). */
 export function overviewSql(r: OverviewReads) {
   const f = r.filters;
@@ -261,7 +267,7 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
         totals,
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),
-        open: await countOpenItems(sql, totals, q),
+        open: await countOpenItems(sql, totals, q, OPEN_ITEM_COST),
         series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
         rollup: await q<RollupStateRow>(sql.rollup),
         operations: await q<{ operation: string }>(sql.operations),

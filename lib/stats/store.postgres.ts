@@ -163,6 +163,12 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0)::bigint AS wate
     (SELECT count(*) FROM rollup_gaps)::bigint AS gaps
   FROM (SELECT 1) one LEFT JOIN rollup_state s ON s.name = 'events'`;
 
+/**
+ * What counting a scope's open items from the items' side costs per item against a probe per
+ * record of the scope (scope-counts.ts countOpenItems): the items' side hashes the open items against the unsettled index.
+ */
+export const OPEN_ITEM_COST: number = 1;
+
 /** Every statement the overview runs, by name, in order (also for bench/read-side.ts's EXPLAIN). */
 export function overviewSql(r: OverviewReads) {
   const f = r.filters;
@@ -295,7 +301,7 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
         totals,
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),
-        open: await countOpenItems(sql, totals, q),
+        open: await countOpenItems(sql, totals, q, OPEN_ITEM_COST),
         series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
         rollup: await q<RollupStateRow>(sql.rollup),
         operations: await q<{ operation: string }>(sql.operations),
