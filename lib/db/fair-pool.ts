@@ -78,7 +78,9 @@ export function fairPool(pool: mariadb.Pool, limit: number, timeoutMs: number): 
       }
       let held = true;
       const done = () => {
-        if (held) ((held = false), leave());
+        if (!held) return;
+        held = false;
+        leave();
       };
       const release = conn.release.bind(conn);
       const destroy = conn.destroy.bind(conn);
