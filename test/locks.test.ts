@@ -12,6 +12,7 @@ import { loadRules } from "@/lib/retention/rules";
 import { startPurge } from "@/lib/retention/runs";
 import { retentionStore } from "@/lib/retention/store";
 import { workRun } from "@/lib/retention/worker";
+import { asCensusWriter } from "@/lib/stats/census";
 import { createTestDatabase, usingDatabaseServer, type TestDatabase } from "./helpers/db";
 
 /**
@@ -164,11 +165,11 @@ describe.skipIf(!usingDatabaseServer)("a purge batch in flight and the writers",
         await retentionStore(ex).lockHoldsShared();
         const purge = purgeStore(ex);
         const candidates = await purge.lockEligibleRecords(rules, now, 0n, BigInt(r) + 1000n, 100);
-        const records = await purge.deleteEligibleRecords(rules, now, candidates);
+        const records = await asCensusWriter(ex, () => purge.deleteEligibleRecords(rules, now, candidates));
         const events = await purge.deleteEligibleEvents(rules, now, 0n, BigInt(e) + 1000n, 100);
         holding();
         await released;
-        return { records: records.length, events: events.length };
+        return { records, events: events.deleted };
       },
       { timeout: 60_000 },
     );

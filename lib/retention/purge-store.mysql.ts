@@ -12,7 +12,8 @@ import {
   recordWindowSql,
 } from "./eligibility.mysql";
 import type { EventProtection, RecordProtection } from "./eligibility";
-import type { PurgedRecord, PurgeStore, SampleRecord, WindowCounts } from "./purge-store";
+import { censusStore } from "../stats/census-store";
+import type { PurgeStore, SampleRecord, WindowCounts } from "./purge-store";
 import type { PolicyRule } from "./rules";
 
 /**
@@ -202,22 +203,17 @@ export function mysqlPurgeStore(ex: SqlExecutor): PurgeStore {
       return candidates.sort(byId);
     },
     async deleteEligibleRecords(rules, asOf, candidates) {
-      if (candidates.length === 0) return [];
-      // What the census needs of them, read under our row locks (nobody changes them before the DELETE).
-      const p = new Params(MYSQL);
-      const locked = await ex.query<PurgedRecord>(
-        `SELECT id, operation, expires_at AS "expiresAt" FROM idempotency_records WHERE id IN (${p.list(candidates)}) ORDER BY id`,
-        p.values,
-      );
+      if (candidates.length === 0) return 0;
       const deleted = await deleteStillEligible(ex, "idempotency_records", rules, asOf, candidates);
-      return locked.filter((r) => deleted.has(BigInt(r.id))).map((r) => ({ ...r, id: BigInt(r.id) }));
+      if (deleted.size) await censusStore(ex).takeOutPurged([...deleted]);
+      return deleted.size;
     },
     async deleteEligibleEvents(rules, asOf, lo, hi, batchSize) {
       const q = eventCandidatesSql(rules, asOf, lo, hi, batchSize);
       const candidates = ids(await ex.query<{ id: bigint }>(q.text, q.values));
-      if (candidates.length === 0) return [];
-      const deleted = await deleteStillEligible(ex, "idempotency_events", rules, asOf, candidates);
-      return candidates.filter((id) => deleted.has(id));
+      if (candidates.length === 0) return { deleted: 0, last: null };
+      const deleted = [...(await deleteStillEligible(ex, "idempotency_events", rules, asOf, candidates))];
+      return { deleted: deleted.length, last: deleted.reduce<bigint | null>((m, id) => (m === null || id > m ? id : m), null) };
     },
   };
 }

@@ -16,19 +16,18 @@ export interface SampleRecord {
   expiresAt: Date;
 }
 
-/** A record a batch deleted (the census loses it in the same transaction). */
-export interface PurgedRecord {
-  id: bigint;
-  operation: string;
-  expiresAt: Date;
-}
-
 /**
  * The statements that judge and delete the writers' rows (ADR 0011), each with THE
  * eligibility condition of eligibility.ts: the dry run's counts, the estimates, and the
  * worker's batches with the locks a batch takes. `rules` are a run's (or the current)
  * policies; `only` narrows a window to one of them.
  */
+/** What an events batch deleted: the count and the highest id (null: none). Not the ids — a batch is up to 50,000 events. */
+export interface DeletedEvents {
+  deleted: number;
+  last: bigint | null;
+}
+
 export interface PurgeStore {
   /** Records past `only`'s window, with the eligible and the protected counts (the dry run, per policy). */
   recordWindowCounts(rules: readonly PolicyRule[], only: PolicyRule, asOf: Date): Promise<WindowCounts<RecordProtection>>;
@@ -51,10 +50,16 @@ export interface PurgeStore {
   withBatchSettings<T>(fn: () => Promise<T>): Promise<T>;
   /** Locks the next `batchSize` eligible records with lo < id ≤ hi (row locks until commit); their ids, ascending. */
   lockEligibleRecords(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Promise<bigint[]>;
-  /** Deletes those of `ids` still eligible (checked again after the row locks). */
-  deleteEligibleRecords(rules: readonly PolicyRule[], asOf: Date, ids: readonly bigint[]): Promise<PurgedRecord[]>;
-  /** Deletes the next `batchSize` eligible events with lo < id ≤ hi (append-only rows: not locked first); the ids it deleted. */
-  deleteEligibleEvents(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Promise<bigint[]>;
+  /**
+   * Deletes those of `ids` still eligible (checked again after the row locks) and takes them out
+   * of the record census; how many. The caller is the census's writer (census.ts asCensusWriter).
+   */
+  deleteEligibleRecords(rules: readonly PolicyRule[], asOf: Date, ids: readonly bigint[]): Promise<number>;
+  /**
+   * Deletes the next `batchSize` eligible events with lo < id ≤ hi (append-only rows: not locked
+   * first): how many, and the highest id deleted (the batch's watermark when it was full).
+   */
+  deleteEligibleEvents(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Promise<DeletedEvents>;
 }
 
 export function purgeStore(ex: SqlExecutor): PurgeStore {

@@ -6,7 +6,7 @@ import type { Prisma } from "../generated/prisma/client";
 import { txExecutor } from "../db/sql";
 import { purgeLeaseSeconds, purgePollSeconds } from "./config";
 import type { SqlExecutor } from "../db/sql";
-import { takePurgedOutOfCensus } from "../stats/census";
+import { asCensusWriter } from "../stats/census";
 import { purgeStore, type PurgeStore } from "./purge-store";
 import type { PolicyRule } from "./rules";
 import { finishRun, runView, type PurgeRunView } from "./runs";
@@ -89,22 +89,10 @@ async function recordsBatch(ex: SqlExecutor, store: PurgeStore, run: PurgeRunVie
   const rules = run.policies as PolicyRule[];
   const ids = await store.lockEligibleRecords(rules, run.asOf, run.recordWatermark, hi, run.batchSize);
   if (ids.length === 0) return { candidates: [], deleted: 0 };
-  const deleted = await store.deleteEligibleRecords(rules, run.asOf, ids);
-  if (deleted.length) {
-    // The census (lib/stats/census.ts) loses the counted ones in this same transaction,
-    // under the refresher's lock, so it never sees half a purge.
-    await takePurgedOutOfCensus(
-      ex,
-      deleted.map((x) => BigInt(x.id)),
-    );
-  }
-  return { candidates: ids, deleted: deleted.length };
-}
-
-async function eventsBatch(store: PurgeStore, run: PurgeRunView, hi: bigint): Promise<{ candidates: bigint[]; deleted: number }> {
-  const deleted = await store.deleteEligibleEvents(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.eventBatchSize);
-  const ids = deleted.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return { candidates: ids, deleted: ids.length };
+  // The census (lib/stats/census.ts) loses the counted ones in this same transaction, under
+  // the refresher's lock, so it never sees half a purge.
+  const deleted = await asCensusWriter(ex, () => store.deleteEligibleRecords(rules, run.asOf, ids));
+  return { candidates: ids, deleted };
 }
 
 /** One batch transaction (see the module comment). `bounds` are the highest ids this loop works up to. */
@@ -164,8 +152,9 @@ async function batch(
     if (run.eventWatermark >= bound) return { kind: "finished", run: await finishRun(tx, runs, runId, "completed", { actor }) };
     const window = windowFor(run.eventBatchSize);
     const hi = run.eventWatermark + window < bound ? run.eventWatermark + window : bound;
-    const b = await eventsBatch(purge, run, hi);
-    const watermark = b.candidates.length === run.eventBatchSize ? b.candidates[b.candidates.length - 1] : hi;
+    const b = await purge.deleteEligibleEvents(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.eventBatchSize);
+    // Events are not re-checked after a lock, so a full batch deleted exactly its candidates: the last is its end.
+    const watermark = b.deleted === run.eventBatchSize && b.last !== null ? b.last : hi;
     await runs.eventsBatchDone(runId, { watermark, deleted: b.deleted, leaseSeconds: lease });
     return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
   }

@@ -164,21 +164,25 @@ export function sweepIdsSql(): string {
 }
 
 /**
- * Takes purged records out of the census, in the purge's transaction, after its DELETE,
- * under the refresher's lock: `ids` were just deleted; their members go, and the census
- * hours they were counted under lose one each (records never counted have no member).
+ * Takes purged records out of the census, in the purge's transaction, under the refresher's
+ * lock: the records of CTE `purged` (an `id` column) were just deleted; their members go, and
+ * the census hours they were counted under lose one each (records never counted have no
+ * member). CTEs to follow `purged` in a WITH, so the purge's DELETE and its census are one
+ * statement (purge-store.postgres.ts).
  */
+export const takeOutPurgedCtes = (purged: string) => `census_gone AS (
+        DELETE FROM record_census_members m USING ${purged} p WHERE m.record_id = p.id
+        RETURNING m.operation, m.expires_hour
+      ), census_counted AS (
+        SELECT operation, expires_hour, count(*)::bigint AS n FROM census_gone GROUP BY 1, 2
+      ), census_taken AS (
+        UPDATE record_census c SET count = GREATEST(c.count - k.n, 0)
+          FROM census_counted k WHERE c.operation = k.operation AND c.expires_hour = k.expires_hour
+      )`;
+
 export function purgeCensusSql(ids: readonly bigint[]): Statement {
   return {
-    text: `WITH gone AS (
-        DELETE FROM record_census_members m WHERE m.record_id = ANY ($1::bigint[])
-        RETURNING m.operation, m.expires_hour
-      ), counted AS (
-        SELECT operation, expires_hour, count(*)::bigint AS n FROM gone GROUP BY 1, 2
-      )
-      UPDATE record_census c SET count = GREATEST(c.count - counted.n, 0)
-        FROM counted WHERE c.operation = counted.operation AND c.expires_hour = counted.expires_hour
-      RETURNING c.operation`,
+    text: `WITH purged AS (SELECT unnest($1::bigint[]) AS id), ${takeOutPurgedCtes("purged")} SELECT 1`,
     values: [`{${ids.join(",")}}`],
   };
 }

@@ -35,7 +35,7 @@ export type { AppliedChanges, ExpiryInterval };
  * - Departures from the protocol that the refresh, the sweep or the check saw are kept in
  *   census_departures (kind, how many records, when last) and shown on the overview.
  * - The console's purge deletes records and, in the same transaction under the refresher's
- *   lock, their members and counts (`takePurgedOutOfCensus`).
+ *   lock, their members and counts (`asCensusWriter`, CensusStore.takeOutPurged).
  *
  * Reading an interval of expires_at (countByExpiry): the census's whole hours + the
  * correction for touched records in those hours + the records in the partial hours at the
@@ -91,17 +91,17 @@ export const departureRows = (rows: DepartureRow[]): Departure[] =>
     .map((r) => ({ kind: r.kind, description: DEPARTURE_KINDS[r.kind], records: Number(r.records), firstSeenAt: r.firstSeenAt, lastSeenAt: r.lastSeenAt }));
 
 /**
- * Takes records the purge just deleted out of the census, in the purge batch's transaction
- * (`tx`: txExecutor) after its DELETE, under the refresher's lock for that transaction: their
- * members go, and the census hours they were counted under lose one each (records never
- * counted have no member). So a refresh or a check never sees half a purge.
+ * Runs `fn` — a purge batch's DELETE of records, which takes them out of the census
+ * (CensusStore.takeOutPurged; on PostgreSQL in the DELETE's own statement) — as the census's
+ * writer, in the batch's transaction (`tx`: txExecutor) under the refresher's lock for that
+ * transaction. So a refresh or a check never sees half a purge.
  */
-export async function takePurgedOutOfCensus(tx: SqlExecutor, ids: readonly bigint[]): Promise<void> {
+export async function asCensusWriter<T>(tx: SqlExecutor, fn: () => Promise<T>): Promise<T> {
   const writer = rollupStore(tx);
   await writer.lockWriterForTransaction();
   await writer.markWriter();
   try {
-    await censusStore(tx).takeOutPurged(ids);
+    return await fn();
   } finally {
     await writer.unmarkWriter();
   }
