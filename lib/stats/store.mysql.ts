@@ -9,7 +9,8 @@ import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
-import { countOpenItems, scopeCounts, scopeCountWhere, type OpenItemsFrom } from "./scope-counts";
+import { countOpenItems, type OpenItemsFrom } from "./open-items";
+import { scopeCounts, scopeCountWhere } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -138,7 +139,8 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0) AS watermark, s
 
 /**
  * What counting a scope's open items from the items' side costs per item against a probe per
- * record of the scope (scope-counts.ts countOpenItems): the items' side looks up each item's record, a random read of the big table.
+ * record of the scope (open-items.ts countOpenItems): the items' side looks up each item's
+ * record, a random read of the big table.
  */
 export const OPEN_ITEM_COST: number = 4;
 

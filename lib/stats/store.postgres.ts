@@ -9,7 +9,8 @@ import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
-import { countOpenItems, scopeCounts, scopeCountWhere, type OpenItemsFrom } from "./scope-counts";
+import { countOpenItems, type OpenItemsFrom } from "./open-items";
+import { scopeCounts, scopeCountWhere } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -89,7 +90,7 @@ export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordInterv
  * unsettled records), no random read per item (PostgreSQL 5M, one operation: 164 → 30 ms).
  * `from: "records"` (a scope): one probe of the items' record_id index per record of the scope,
  * the ids an index-only scan of (scope, created_at, id): O(the scope's records), for a scope with
- * fewer records than OPEN_ITEM_COST × the open items (scope-counts.ts countOpenItems).
+ * fewer records than OPEN_ITEM_COST × the open items (open-items.ts countOpenItems).
  */
 export function openReconciliationSql(f: { operation?: string; scope?: string }, from: OpenItemsFrom = "items"): Statement {
   const p = paramList();
@@ -166,7 +167,7 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0)::bigint AS wate
 
 /**
  * What counting a scope's open items from the items' side costs per item against a probe per
- * record of the scope (scope-counts.ts countOpenItems): the items' side hashes the open items
+ * record of the scope (open-items.ts countOpenItems): the items' side hashes the open items
  * against the unsettled index.
  */
 export const OPEN_ITEM_COST: number = 1;
