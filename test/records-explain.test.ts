@@ -21,7 +21,7 @@ import { overviewReads, overviewStats } from "@/lib/stats/overview";
 import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
 import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
-import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql } from "@/lib/stats/store.postgres";
+import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql, SCOPE_PASS_PLANS } from "@/lib/stats/store.postgres";
 import { overviewSql as mysqlOverviewSql, recordTotalsSql as mysqlRecordTotalsSql } from "@/lib/stats/store.mysql";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
@@ -262,6 +262,39 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
         expect(sent.indexOf(READ_SIDE_PLANS)).toBeGreaterThan(-1);
         expect(sent.indexOf(READ_SIDE_PLANS)).toBeLessThan(sent.indexOf(reads[0]));
       }
+    });
+  });
+
+  it("a scope's pass, and nothing else of the overview, may split across parallel workers", async () => {
+    const thresholds = parseStuckThresholds("default=5m");
+    const day = { from: new Date(now.getTime() - 86_400_000), to: now, scope: "tenant:acme" };
+    const pass = recordTotalsSql(overviewReads(day, now, thresholds));
+    await db.withSession(async (s) => {
+      await s.exec("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0");
+      const gathers = async () => {
+        const [row] = await s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${pass.text}`, pass.values);
+        return nodes(row["QUERY PLAN"][0].Plan).some((n) => n["Node Type"].startsWith("Gather"));
+      };
+      await s.exec("BEGIN");
+      await s.exec(READ_SIDE_PLANS);
+      expect(await gathers()).toBe(false);
+      await s.exec(SCOPE_PASS_PLANS);
+      expect(await gathers()).toBe(true);
+      await s.exec("ROLLBACK");
+      // The overview allows it for the pass alone: the read side's settings again before the next statement.
+      const sent: string[] = [];
+      const recording: SqlExecutor = {
+        dialect: s.dialect,
+        query: (text, params) => (sent.push(text), s.query(text, params)),
+        exec: (script) => (sent.push(script), s.exec(script)),
+        execute: s.execute && ((text, params) => (sent.push(text), s.execute!(text, params))),
+      };
+      await overviewStats(recording, day, { now });
+      const at = sent.indexOf(pass.text);
+      expect(at).toBeGreaterThan(0);
+      expect(sent[at - 1]).toBe(SCOPE_PASS_PLANS);
+      expect(sent[at + 1]).toBe(READ_SIDE_PLANS);
+      expect(sent.filter((t) => t === SCOPE_PASS_PLANS)).toHaveLength(1);
     });
   });
 

@@ -292,13 +292,24 @@ export function expirySql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }) {
  */
 export const READ_SIDE_PLANS = `SET LOCAL max_parallel_workers_per_gather = 0`;
 
+/**
+ * The one read-side statement that reads in proportion to its rows: a scope's pass over its
+ * index entries (recordTotalsSql). Its row estimate is the scope's own, so the planner's default
+ * costs keep a small scope serial (10k records: 5 ms either way) and split a large one across
+ * workers (1M records, 350k-record scope: 157 → 111 ms on 2 cores; 100k: 45 → 35).
+ */
+export const SCOPE_PASS_PLANS = `SET LOCAL max_parallel_workers_per_gather = 2`;
+
 export function postgresStatsStore(ex: SqlExecutor): StatsStore {
   const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
   return {
     readSidePlans: () => ex.exec(READ_SIDE_PLANS),
     async overview(reads) {
       const sql = overviewSql(reads);
+      const scoped = Boolean(reads.filters.scope);
+      if (scoped) await ex.exec(SCOPE_PASS_PLANS);
       const totals = await q<{ name: string; operation: string; n: bigint }>(sql.totals);
+      if (scoped) await ex.exec(READ_SIDE_PLANS);
       return {
         status: await q<{ name: string; n: bigint }>(sql.status),
         totals,
