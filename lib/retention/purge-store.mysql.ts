@@ -211,9 +211,9 @@ export function mysqlPurgeStore(ex: SqlExecutor): PurgeStore {
     async deleteEligibleEvents(rules, asOf, lo, hi, batchSize) {
       const q = eventCandidatesSql(rules, asOf, lo, hi, batchSize);
       const candidates = ids(await ex.query<{ id: bigint }>(q.text, q.values));
-      if (candidates.length === 0) return { deleted: 0, last: null };
-      const deleted = [...(await deleteStillEligible(ex, "idempotency_events", rules, asOf, candidates))];
-      return { deleted: deleted.length, last: deleted.reduce<bigint | null>((m, id) => (m === null || id > m ? id : m), null) };
+      if (candidates.length === 0) return { candidates: 0, deleted: 0, last: null };
+      const deleted = await deleteStillEligible(ex, "idempotency_events", rules, asOf, candidates);
+      return { candidates: candidates.length, deleted: deleted.size, last: candidates.reduce((m, id) => (id > m ? id : m)) };
     },
   };
 }

@@ -156,7 +156,7 @@ export function postgresPurgeStore(ex: SqlExecutor): PurgeStore {
     async deleteEligibleEvents(rules, asOf, lo, hi, batchSize) {
       const q = eventDeleteSql(rules, asOf, lo, hi, batchSize);
       const [row] = await ex.query<{ deleted: number; last: bigint | null }>(q.text, q.values);
-      return { deleted: Number(row.deleted), last: row.last === null ? null : BigInt(row.last) };
+      return { candidates: Number(row.deleted), deleted: Number(row.deleted), last: row.last === null ? null : BigInt(row.last) };
     },
   };
 }

@@ -22,8 +22,13 @@ export interface SampleRecord {
  * worker's batches with the locks a batch takes. `rules` are a run's (or the current)
  * policies; `only` narrows a window to one of them.
  */
-/** What an events batch deleted: the count and the highest id (null: none). Not the ids — a batch is up to 50,000 events. */
+/**
+ * What an events batch did: how many events it took as candidates and how many it deleted (the
+ * same on PostgreSQL, one statement; MySQL deletes those still eligible), and the highest
+ * candidate id (null: none) — not the ids: a batch is up to 50,000 events.
+ */
 export interface DeletedEvents {
+  candidates: number;
   deleted: number;
   last: bigint | null;
 }
@@ -57,7 +62,7 @@ export interface PurgeStore {
   deleteEligibleRecords(rules: readonly PolicyRule[], asOf: Date, ids: readonly bigint[]): Promise<number>;
   /**
    * Deletes the next `batchSize` eligible events with lo < id ≤ hi (append-only rows: not locked
-   * first): how many, and the highest id deleted (the batch's watermark when it was full).
+   * first): DeletedEvents (its highest candidate is the batch's watermark when the batch was full).
    */
   deleteEligibleEvents(rules: readonly PolicyRule[], asOf: Date, lo: bigint, hi: bigint, batchSize: number): Promise<DeletedEvents>;
 }

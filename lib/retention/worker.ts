@@ -153,8 +153,7 @@ async function batch(
     const window = windowFor(run.eventBatchSize);
     const hi = run.eventWatermark + window < bound ? run.eventWatermark + window : bound;
     const b = await purge.deleteEligibleEvents(run.policies as PolicyRule[], run.asOf, run.eventWatermark, hi, run.eventBatchSize);
-    // Events are not re-checked after a lock, so a full batch deleted exactly its candidates: the last is its end.
-    const watermark = b.deleted === run.eventBatchSize && b.last !== null ? b.last : hi;
+    const watermark = b.candidates === run.eventBatchSize && b.last !== null ? b.last : hi;
     await runs.eventsBatchDone(runId, { watermark, deleted: b.deleted, leaseSeconds: lease });
     return { kind: "continue", deleted: b.deleted, run: runView(await tx.purgeRun.findUniqueOrThrow({ where: { id: runId } })) };
   }
