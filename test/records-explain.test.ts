@@ -51,6 +51,18 @@ function nodes(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 }
 
+/** `s`, writing down every statement and script it is sent. */
+const recordingTo = (s: SqlExecutor, sent: string[]): SqlExecutor => ({
+  dialect: s.dialect,
+  query: (text, params) => (sent.push(text), s.query(text, params)),
+  exec: (script) => (sent.push(script), s.exec(script)),
+  execute: s.execute && ((text, params) => (sent.push(text), s.execute!(text, params))),
+});
+
+/** Parallel plans made free: the planner splits whatever it can (at 20k rows it would not otherwise). */
+const FREE_PARALLEL_PLANS =
+  "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0";
+
 const describeNode = (n: PlanNode) =>
   `${n["Node Type"]}${n["Relation Name"] ? ` on ${n["Relation Name"]}` : ""}${n["Index Name"] ? ` using ${n["Index Name"]}` : ""}${n["Index Cond"] ? ` [${n["Index Cond"]}]` : ""}`;
 
@@ -226,8 +238,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       ["conflicts: countEvents", eventCountsSql(day)] as const,
     ];
     await db.withSession(async (s) => {
-      // Parallel plans made free: the planner splits whatever it can (at 20k rows it would not otherwise).
-      await s.exec("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0");
+      await s.exec(FREE_PARALLEL_PLANS);
       const parallel = async () => {
         const found: string[] = [];
         for (const [name, q] of statements) {
@@ -245,12 +256,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       await s.exec("ROLLBACK");
       // … and the overview, the scrape and the conflicts screen run under them, in their snapshot, before their first read.
       const sent: string[] = [];
-      const recording: SqlExecutor = {
-        dialect: s.dialect,
-        query: (text, params) => (sent.push(text), s.query(text, params)),
-        exec: (script) => (sent.push(script), s.exec(script)),
-        execute: s.execute && ((text, params) => (sent.push(text), s.execute!(text, params))),
-      };
+      const recording = recordingTo(s, sent);
       for (const run of [
         () => overviewStats(recording, { ...day }, { now }),
         () => renderMetrics(recording, { now }),
@@ -270,7 +276,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     const day = { from: new Date(now.getTime() - 86_400_000), to: now, scope: "tenant:acme" };
     const pass = recordTotalsSql(overviewReads(day, now, thresholds));
     await db.withSession(async (s) => {
-      await s.exec("SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0; SET min_parallel_index_scan_size = 0");
+      await s.exec(FREE_PARALLEL_PLANS);
       const gathers = async () => {
         const [row] = await s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${pass.text}`, pass.values);
         return nodes(row["QUERY PLAN"][0].Plan).some((n) => n["Node Type"].startsWith("Gather"));
@@ -283,12 +289,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       await s.exec("ROLLBACK");
       // The overview allows it for the pass alone: the read side's settings again before the next statement.
       const sent: string[] = [];
-      const recording: SqlExecutor = {
-        dialect: s.dialect,
-        query: (text, params) => (sent.push(text), s.query(text, params)),
-        exec: (script) => (sent.push(script), s.exec(script)),
-        execute: s.execute && ((text, params) => (sent.push(text), s.execute!(text, params))),
-      };
+      const recording = recordingTo(s, sent);
       await overviewStats(recording, day, { now });
       const at = sent.indexOf(pass.text);
       expect(at).toBeGreaterThan(0);
