@@ -523,6 +523,32 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
     expect(records.filter((r) => !/Using index/.test(r.Extra ?? "")).map(describeRow), rows.map(describeRow).join("\n")).toEqual([]);
   });
 
+  it("open reconciliation items of one operation: the processing and pending records read once, from the unsettled index alone; a record looked up only for an item whose record is neither", async () => {
+    const q = mysqlOverviewSql(
+      overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, operation: "capture_payment" }, now, parseStuckThresholds("default=5m")),
+    ).open;
+    const rows = await plan(q);
+    const text = rows.map(describeRow).join("\n");
+    expect(rows.filter((r) => r.select_type === "DERIVED").map(describeRow), text).toEqual([
+      expect.stringMatching(/ r range using idempotency_records_unsettled_status_idx .*Using index/),
+    ]);
+    expect(rows.filter((r) => r.table === "x").map(describeRow), text).toEqual([expect.stringMatching(/ x eq_ref using PRIMARY /)]);
+    // Index lookups on one connection: one into the materialized records per open item, one of
+    // the primary key per item whose record is neither processing nor pending, and the ranges.
+    const [{ items, settled }] = await db.sql.query<{ items: bigint; settled: bigint }>(
+      `SELECT COUNT(*) AS items, SUM(r.status NOT IN ('processing', 'pending')) AS settled
+         FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id WHERE i.state IN ('open', 'checking', 'needs_manual')`,
+    );
+    expect(Number(items)).toBeGreaterThan(10);
+    const lookups = await db.withSession(async (s) => {
+      const readKey = async () => Number((await s.query<{ Value: string }>(`SHOW SESSION STATUS LIKE 'Handler_read_key'`))[0].Value);
+      const before = await readKey();
+      await s.query(q.text, q.values);
+      return (await readKey()) - before;
+    });
+    expect(lookups).toBeLessThanOrEqual(Number(items) + Number(settled ?? 0) + 4);
+  });
+
   it("the overview filtered to a scope counts the scope's records from one index alone (covering)", async () => {
     const reads = overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "partner:zeta" }, now, parseStuckThresholds("default=5m"));
     const rows = await plan(mysqlRecordTotalsSql(reads));

@@ -8,10 +8,12 @@ export type OpenItemsFrom = "items" | "records";
  * of the scope while the scope's records (its `all` totals, read in the same snapshot) are fewer
  * than `itemCost` × the open items in all — a small tenant beside a large backlog — else the
  * items' side (`open`). `itemCost` is what the items' side costs per open item against a
- * records-side probe, per dialect: PostgreSQL's items side hashes the open items against the
- * unsettled index (about one probe's cost each: 1); MySQL's looks up each item's record, a random
- * read of the big table (2.4× a probe with a buffer pool the size of the data, far more with
- * 128 MB: 4). Both sides count exactly the same items. Without a scope there is one statement.
+ * records-side probe, per dialect: both stores' items sides find each item's record among the
+ * processing and pending records read once from the unsettled index (PostgreSQL hashes them,
+ * MySQL materializes them with a key) — about one probe's cost each: 1. (MySQL's looked each
+ * item's record up in the big table until 2026-12-05: 2.4× a probe with a buffer pool the size
+ * of the data, far more with 128 MB, so 4.) Both sides count exactly the same items. Without a
+ * scope there is one statement.
  */
 export async function countOpenItems(
   sql: { open: Statement; openUnfiltered?: Statement; openFromRecords?: Statement },
