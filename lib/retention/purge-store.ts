@@ -17,12 +17,6 @@ export interface SampleRecord {
 }
 
 /**
- * The statements that judge and delete the writers' rows (ADR 0011), each with THE
- * eligibility condition of eligibility.ts: the dry run's counts, the estimates, and the
- * worker's batches with the locks a batch takes. `rules` are a run's (or the current)
- * policies; `only` narrows a window to one of them.
- */
-/**
  * What an events batch did: how many events it took as candidates and how many it deleted (the
  * same on PostgreSQL, one statement; MySQL deletes those still eligible), and the highest
  * candidate id (null: none) — not the ids: a batch is up to 50,000 events.
@@ -33,6 +27,12 @@ export interface DeletedEvents {
   last: bigint | null;
 }
 
+/**
+ * The statements that judge and delete the writers' rows (ADR 0011), each with THE
+ * eligibility condition of eligibility.ts: the dry run's counts, the estimates, and the
+ * worker's batches with the locks a batch takes. `rules` are a run's (or the current)
+ * policies; `only` narrows a window to one of them.
+ */
 export interface PurgeStore {
   /** Records past `only`'s window, with the eligible and the protected counts (the dry run, per policy). */
   recordWindowCounts(rules: readonly PolicyRule[], only: PolicyRule, asOf: Date): Promise<WindowCounts<RecordProtection>>;

@@ -183,7 +183,7 @@ interface ChangedRow {
   mh: Date | null;
 }
 
-/** Purged record ids a census statement names at most (a purge batch is up to 50,000; MySQL takes 65,535 parameters). */
+/** Record ids a census statement names at most (a purge batch is up to 50,000; MySQL takes 65,535 parameters). */
 const PURGED_PER_STATEMENT = 10_000;
 
 const hourKey = (operation: string, hour: Date) => JSON.stringify([operation, hour.getTime()]);
@@ -282,7 +282,7 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
 
   /** Deletes the members of `ids` (primary-key ranges of a constant list). */
   const deleteMembers = (ids: readonly bigint[]) =>
-    inSlices(ids, ROWS_PER_INSERT, (slice) => {
+    inSlices(ids, PURGED_PER_STATEMENT, (slice) => {
       const p = new Params(MYSQL);
       return ex.query(`DELETE FROM record_census_members WHERE record_id IN (${p.list(slice)})`, p.values);
     });
@@ -376,8 +376,7 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
               SET c.count = GREATEST(c.count - g.n, 0)`,
           p.values,
         );
-        const d = new Params(MYSQL);
-        await ex.query(`DELETE FROM record_census_members WHERE record_id IN (${d.list(slice)})`, d.values);
+        await deleteMembers(slice.map(BigInt));
       });
     },
   };
