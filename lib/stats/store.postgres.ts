@@ -289,16 +289,12 @@ export function expirySql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }) {
  * (the rollup watermark), which the planner estimates as a third of the table: at 1M events
  * it launched two parallel workers for the "not rolled up yet" branch, ~50 ms of worker start
  * for a branch that reads no rows. The same reasoning as jit = off (lib/db/client.ts).
+ * A scope's pass (recordTotalsSql), the one statement that reads in proportion to its rows, stays
+ * serial too: on one 2-core machine two workers took a 1.75M-record scope's overview from 954 to
+ * 604–647 ms, on another from 576 to 1,121–1,166 (docs/scale.md): workers are new processes every
+ * time, and there a new backend's first pass over the same entries took twice a warm one's.
  */
 export const READ_SIDE_PLANS = `SET LOCAL max_parallel_workers_per_gather = 0`;
-
-/**
- * The one read-side statement that reads in proportion to its rows: a scope's pass over its
- * index entries (recordTotalsSql). Its row estimate is the scope's own, so the planner's default
- * costs keep a small scope serial (10k records: 5 ms either way) and split a large one across
- * workers (1M records, 350k-record scope: 157 → 111 ms on 2 cores; 100k: 45 → 35).
- */
-export const SCOPE_PASS_PLANS = `SET LOCAL max_parallel_workers_per_gather = 2`;
 
 export function postgresStatsStore(ex: SqlExecutor): StatsStore {
   const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
@@ -306,10 +302,7 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
     readSidePlans: () => ex.exec(READ_SIDE_PLANS),
     async overview(reads) {
       const sql = overviewSql(reads);
-      const scoped = Boolean(reads.filters.scope);
-      if (scoped) await ex.exec(SCOPE_PASS_PLANS);
       const totals = await q<{ name: string; operation: string; n: bigint }>(sql.totals);
-      if (scoped) await ex.exec(READ_SIDE_PLANS);
       return {
         status: await q<{ name: string; n: bigint }>(sql.status),
         totals,
