@@ -28,6 +28,9 @@ async function allPages(input: SearchInput): Promise<string[]> {
   for (let page = 0; page < 1000; page++) {
     const r = await searchRecords(db.sql, { ...input, cursor });
     for (const item of r.items) {
+      // One field searched: that field matched; the listing matches none.
+      if (input.field) expect(item.matched).toEqual([input.field]);
+      if (input.q === undefined) expect(item.matched).toEqual([]);
       const here = { t: item.createdAt.getTime(), id: item.id };
       if (last) expect(here.t < last.t || (here.t === last.t && here.id < last.id)).toBe(true);
       last = here;

@@ -12,7 +12,7 @@ import { SEARCH_FIELDS, type SearchField } from "./vocabulary";
  * index of each lookup column serves `col = ?` and `col LIKE 'prefix%'` alike (what
  * text_pattern_ops does on PostgreSQL); scope's index continues with (created_at, id), and
  * (created_at, id) serves the unfiltered listing. Without a field, all six are searched (one
- * index branch each, each its own LIMIT) and merged, as on PostgreSQL.
+ * index branch each, each its own LIMIT) and merged, as on PostgreSQL; one field is its one range.
  *
  * The pattern is bound whole (`'abc%'`, wildcards escaped): the optimizer sees a constant
  * prefix and makes it an index range (test/records-explain.test.ts, MariaDB's EXPLAIN).
@@ -50,18 +50,20 @@ export function mysqlSearchSql(input: SearchInput): Statement {
   const order = `ORDER BY r.created_at DESC, r.id DESC`;
   const tail = `${MYSQL.cursorTime("r.created_at")} AS "cursorTime"`;
 
-  if (input.q === undefined) {
-    const where = filters();
+  const q = input.q;
+  const cond = (column: string) => (match === "prefix" ? `r.${column} LIKE ${p.add(likePrefix(q!))}` : `r.${column} = ${p.add(q!)}`);
+
+  // The listing, or one field: a single range (no merge), and what matched is known.
+  if (q === undefined || input.field) {
+    const where = [...(input.field ? [cond(SEARCH_FIELDS[input.field])] : []), ...filters()];
     return {
-      text: `SELECT ${recordColumns("r")}, ${tail}, '' AS matched FROM idempotency_records r
+      text: `SELECT ${recordColumns("r")}, ${tail}, '${input.field ?? ""}' AS matched FROM idempotency_records r
               ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${order} LIMIT ${p.add(limit + 1)}`,
       values: p.values,
     };
   }
 
-  const q = input.q;
-  const cond = (column: string) => (match === "prefix" ? `r.${column} LIKE ${p.add(likePrefix(q))}` : `r.${column} = ${p.add(q)}`);
-  const fields = input.field ? [input.field] : FIELD_NAMES;
+  const fields = FIELD_NAMES;
   // Placeholders in the order of the text: the matched list first, then each branch, then the outer limit.
   const matched = `CONCAT_WS(',', ${fields.map((f) => `CASE WHEN ${cond(SEARCH_FIELDS[f])} THEN '${f}' END`).join(", ")}) AS matched`;
   const branches = fields.map(

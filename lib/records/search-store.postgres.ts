@@ -12,7 +12,8 @@ import { SEARCH_FIELDS, type SearchField } from "./vocabulary";
  * `col = $1` and `col LIKE 'prefix%'` are index conditions under any database collation;
  * scope's index continues with (created_at, id), so an exact scope is already in page order;
  * (created_at, id) serves the unfiltered listing and common prefixes. Without a field, all
- * six are searched (one index branch each) and merged.
+ * six are searched (one index branch each) and merged; one field is its one range, no merge (the
+ * merge's plan cost more than the lookup: 0.73 against 0.50 ms a key search at 5M records).
  *
  * The prefix pattern is a bound parameter; PostgreSQL plans unnamed statements with their
  * values, so it sees the constant prefix and derives the index range
@@ -47,17 +48,20 @@ export function searchSql(input: SearchInput): Statement {
   const order = `ORDER BY r.created_at DESC, r.id DESC`;
   const tail = `${cursorTimeSql("r.created_at")} AS "cursorTime"`;
 
-  if (input.q === undefined) {
-    const where = filters.length ? `WHERE ${filters.join(" AND ")}` : "";
+  const needle = input.q === undefined ? null : p.add(match === "prefix" ? escapeLike(input.q) : input.q);
+  const cond = (column: string) => (match === "prefix" ? `r.${column} LIKE ${needle} || '%'` : `r.${column} = ${needle}`);
+
+  // The listing, or one field: a single range (no merge), and what matched is known.
+  if (needle === null || input.field) {
+    const where = [...(input.field ? [cond(SEARCH_FIELDS[input.field])] : []), ...filters];
     return {
-      text: `SELECT ${recordColumns("r")}, ${tail}, '{}'::text[] AS matched FROM idempotency_records r ${where} ${order} LIMIT ${take}`,
+      text: `SELECT ${recordColumns("r")}, ${tail}, ${input.field ? `ARRAY['${input.field}']` : "'{}'"}::text[] AS matched
+               FROM idempotency_records r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${order} LIMIT ${take}`,
       values: p.values,
     };
   }
 
-  const needle = p.add(match === "prefix" ? escapeLike(input.q) : input.q);
-  const cond = (column: string) => (match === "prefix" ? `r.${column} LIKE ${needle} || '%'` : `r.${column} = ${needle}`);
-  const fields = input.field ? [input.field] : FIELD_NAMES;
+  const fields = FIELD_NAMES;
   const branches = fields.map(
     (f) => `(SELECT r.id, r.created_at FROM idempotency_records r
               WHERE ${[cond(SEARCH_FIELDS[f]), ...filters].join(" AND ")} ${order} LIMIT ${take})`,
