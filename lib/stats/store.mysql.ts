@@ -10,7 +10,7 @@ import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
-import { scopeCounts, scopeCountWhere } from "./scope-counts";
+import { scopeNumberSql, scopePass } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -58,24 +58,21 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
 /**
  * Records by expires_at interval and operation (PostgreSQL's recordTotalsSql): without a
  * scope from the record census; with one, the scope's one pass (scope-counts.ts), a covering
- * range of (scope, operation, expires_at, status) grouped by operation, each number a
- * conditional count over bounds bound as constants, unpivoted after the grouping by a join
- * with the names (a few rows). Rows: { name, operation, n }.
+ * range of (scope, operation, expires_at, status) grouped by operation, each column a
+ * conditional count over a bound bound as a constant, the numbers taken from them after the
+ * grouping by a join with the names (a few rows). Rows: { name, operation, n }.
  */
 export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
   const f = r.filters;
   if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
   const p = new Params(MYSQL);
-  const counts = scopeCounts(r.recordIntervals);
   // Parameters bind in text order: the pass's bounds and filters, then the names.
-  const columns = counts.map((c, i) => {
-    const where = scopeCountWhere(c, (d) => p.add(d));
-    return `${where ? `COUNT(CASE WHEN ${where} THEN 1 END)` : "COUNT(*)"} AS c${i}`;
-  });
-  const pass = `SELECT r.operation, ${columns.join(", ")} FROM idempotency_records r WHERE TRUE${recordFilters(p, f)} GROUP BY r.operation`;
-  const names = counts.map((c, i) => `SELECT ${i} AS i, ${p.add(c.name)} AS name`).join(" UNION ALL ");
+  const { columns, numbers } = scopePass(r.recordIntervals, (d) => p.add(d));
+  const counts = columns.map((where, i) => `${where ? `COUNT(CASE WHEN ${where} THEN 1 END)` : "COUNT(*)"} AS c${i}`);
+  const pass = `SELECT r.operation, ${counts.join(", ")} FROM idempotency_records r WHERE TRUE${recordFilters(p, f)} GROUP BY r.operation`;
+  const names = numbers.map((n, i) => `SELECT ${i} AS i, ${p.add(n.name)} AS name`).join(" UNION ALL ");
   const text = `SELECT u.name, u.operation, u.n FROM (
-      SELECT k.name, t.operation, CASE k.i ${counts.map((_, i) => `WHEN ${i} THEN t.c${i}`).join(" ")} END AS n
+      SELECT k.name, t.operation, CASE k.i ${numbers.map((n, i) => `WHEN ${i} THEN ${scopeNumberSql(n)}`).join(" ")} END AS n
         FROM (${pass}) t JOIN (${names}) k
     ) u WHERE u.n > 0`;
   return { text, values: p.values };

@@ -10,7 +10,7 @@ import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
-import { scopeCounts, scopeCountWhere } from "./scope-counts";
+import { scopeNumberSql, scopePass } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -58,24 +58,21 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
  * but not purged, and the forecast days. Without a scope, from the record census
  * (census-store.postgres.ts recordCensusSql). With a scope, the scope's one pass
  * (scope-counts.ts), which counts the unsettled statuses too: an index-only scan of
- * (scope, operation, expires_at, status) grouped by operation in index order, each number a
- * FILTER over bounds bound as constants, unpivoted after the grouping (a few rows). Rows:
+ * (scope, operation, expires_at, status) grouped by operation in index order, each column a
+ * FILTER over a bound bound as a constant, the numbers taken from them after the grouping (a few rows). Rows:
  * { name, operation, n }.
  */
 export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
   const f = r.filters;
   if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
   const p = paramList();
-  const counts = scopeCounts(r.recordIntervals);
-  const columns = counts.map((c, i) => {
-    const where = scopeCountWhere(c, (d) => `${p.add(d)}::timestamptz`);
-    return `${where ? `count(*) FILTER (WHERE ${where})` : "count(*)"} AS c${i}`;
-  });
+  const pass = scopePass(r.recordIntervals, (d) => `${p.add(d)}::timestamptz`);
+  const columns = pass.columns.map((where, i) => `${where ? `count(*) FILTER (WHERE ${where})` : "count(*)"} AS c${i}`);
   return {
     text: `SELECT k.name, t.operation, k.n FROM (
              SELECT r.operation, ${columns.join(", ")}
                FROM idempotency_records r WHERE TRUE${recordFilters(p, f)} GROUP BY r.operation
-           ) t CROSS JOIN LATERAL (VALUES ${counts.map((c, i) => `(${p.add(c.name)}::text, t.c${i})`).join(", ")}) k(name, n)
+           ) t CROSS JOIN LATERAL (VALUES ${pass.numbers.map((n) => `(${p.add(n.name)}::text, ${scopeNumberSql(n)})`).join(", ")}) k(name, n)
            WHERE k.n > 0`,
     values: p.values,
   };

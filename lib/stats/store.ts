@@ -23,7 +23,7 @@ export interface OverviewReads {
   thresholds: StuckThresholds;
   /**
    * The expires_at intervals of the record totals ('all', 'expired', 'd0'…): from the census
-   * without a scope, in the scope's one pass (scopeCounts) with one.
+   * without a scope, in the scope's one pass (scopePass) with one.
    */
   recordIntervals: readonly ExpiryInterval[];
   /** The pending age buckets' lower bounds in seconds, the first bucket's (0) left out. */
