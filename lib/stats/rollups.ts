@@ -77,6 +77,12 @@ export interface RefreshOptions {
   batchSize?: number;
   /** Records the sweep re-checks per refresh (default CENSUS_SWEEP_RECORDS or 5,000; 0 = none). */
   sweepRecords?: number;
+  /**
+   * How long an id missing below the watermark is waited for before it is taken as rolled back
+   * (default GAP_GRACE_SECONDS). 0 forgets those noted by an earlier transaction: only where no
+   * writer can still commit one (a bench's bulk load, whose multi-row inserts leave id holes).
+   */
+  gapGraceSeconds?: number;
 }
 
 export function sweepRecordsFromEnv(env: Record<string, string | undefined> = process.env): number {
@@ -114,7 +120,7 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
       // last visible one (a batch ends at watermark + batchSize, whatever is visible) are
       // gaps too, not skipped.
       await rollups.noteGaps(watermark, upTo);
-      await rollups.forgetGapsOlderThan(GAP_GRACE_SECONDS);
+      await rollups.forgetGapsOlderThan(opts.gapGraceSeconds ?? GAP_GRACE_SECONDS);
       await rollups.setRefreshMarks({ events: upTo, records: recordsUpTo });
       const done = (max === null || upTo >= max) && (maxRecord === null || recordsUpTo >= maxRecord);
       return { upTo, counted, applied, done };
