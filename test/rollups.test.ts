@@ -351,6 +351,28 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
     await expectExact("gap closed");
   }, 120_000);
 
+  it("a gap is waited for through its grace; gapGraceSeconds 0 forgets one an earlier refresh noted", async () => {
+    // An id skipped for good (a rolled-back insert; a bulk load's holes are the same to the refresher).
+    const insert = (s: SqlExecutor, key: string) =>
+      s.query(
+        `INSERT INTO idempotency_events (scope, operation, idempotency_key, kind, occurred_at) VALUES ('tenant:hole', 'capture_payment', ${s.dialect.param(1)}, 'reserved', ${s.dialect.param(2)})`,
+        [key, new Date()],
+      );
+    await db.withSession(async (s) => {
+      await s.exec("BEGIN");
+      await insert(s, "hole-a");
+      await s.exec("ROLLBACK");
+    });
+    await insert(db.sql, "hole-b");
+    const gaps = async () => Number((await db.sql.query<{ n: bigint }>(`SELECT COUNT(*) AS n FROM rollup_gaps`))[0].n);
+    await db.withSession((s) => refreshRollups(s));
+    const noted = await gaps();
+    expect(noted).toBeGreaterThanOrEqual(1);
+    expect((await db.withSession((s) => refreshRollups(s))).gapsOpen).toBe(noted);
+    expect((await db.withSession((s) => refreshRollups(s, { gapGraceSeconds: 0 }))).gapsOpen).toBe(0);
+    await expectExact("holes forgotten");
+  }, 120_000);
+
   it.skipIf(!usingDatabaseServer)(
     "an event committed after the watermark passed its id is still counted (gap, real concurrent writers)",
     async () => {

@@ -63,10 +63,9 @@ export function mysqlSearchSql(input: SearchInput): Statement {
     };
   }
 
-  const fields = FIELD_NAMES;
   // Placeholders in the order of the text: the matched list first, then each branch, then the outer limit.
-  const matched = `CONCAT_WS(',', ${fields.map((f) => `CASE WHEN ${cond(SEARCH_FIELDS[f])} THEN '${f}' END`).join(", ")}) AS matched`;
-  const branches = fields.map(
+  const matched = `CONCAT_WS(',', ${FIELD_NAMES.map((f) => `CASE WHEN ${cond(SEARCH_FIELDS[f])} THEN '${f}' END`).join(", ")}) AS matched`;
+  const branches = FIELD_NAMES.map(
     (f) => `(SELECT r.id, r.created_at FROM idempotency_records r
               WHERE ${[cond(SEARCH_FIELDS[f]), ...filters()].join(" AND ")} ${order} LIMIT ${p.add(limit + 1)})`,
   );

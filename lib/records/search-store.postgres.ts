@@ -61,12 +61,11 @@ export function searchSql(input: SearchInput): Statement {
     };
   }
 
-  const fields = FIELD_NAMES;
-  const branches = fields.map(
+  const branches = FIELD_NAMES.map(
     (f) => `(SELECT r.id, r.created_at FROM idempotency_records r
               WHERE ${[cond(SEARCH_FIELDS[f]), ...filters].join(" AND ")} ${order} LIMIT ${take})`,
   );
-  const matched = `array_remove(ARRAY[${fields.map((f) => `CASE WHEN ${cond(SEARCH_FIELDS[f])} THEN '${f}' END`).join(", ")}]::text[], NULL) AS matched`;
+  const matched = `array_remove(ARRAY[${FIELD_NAMES.map((f) => `CASE WHEN ${cond(SEARCH_FIELDS[f])} THEN '${f}' END`).join(", ")}]::text[], NULL) AS matched`;
   return {
     text: `WITH hits AS (${branches.join(" UNION ")})
            SELECT ${recordColumns("r")}, ${tail}, ${matched}
