@@ -133,7 +133,17 @@ export async function bulkGenerate(sql: SqlExecutor, opts: BulkOptions): Promise
   const runBatch = async (b: number) => {
     const from = startIndex + b * batchSize;
     const to = Math.min(startIndex + records, from + batchSize);
-    const row = await store.insertBulkBatch({ seed, from, to, now, days, eventsPerRecord: perRecord, hourTable: hours, ttlSeconds: TTL_SECONDS });
+    const row = await store.insertBulkBatch({
+      seed,
+      from,
+      to,
+      load: { first: startIndex, records },
+      now,
+      days,
+      eventsPerRecord: perRecord,
+      hourTable: hours,
+      ttlSeconds: TTL_SECONDS,
+    });
     const n = (k: keyof BulkBatchCounts) => Number(row[k]);
     result.records += n("records");
     result.skipped += to - from - n("records");

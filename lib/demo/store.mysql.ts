@@ -128,7 +128,7 @@ function bulkSql(b: BulkBatch) {
 
   // h2 hashes the row itself; h1 the intent (for a double submission: the previous index). Materialised.
   // Odd indexes only are second submissions, so the first one (i - 1) is never itself a second one.
-  const hashes = `(SELECT i, h2, (j <> i) AS dup, MD5(CONCAT('${seed}:', j)) AS h1, SHA2(CONCAT('bulk:${seed}:', j), 256) AS ph
+  const hashes = `(SELECT i, j, h2, (j <> i) AS dup, MD5(CONCAT('${seed}:', j)) AS h1, SHA2(CONCAT('bulk:${seed}:', j), 256) AS ph
       FROM (SELECT i, h2, CASE WHEN i % 2 = 1 AND ${u("h2", 13)} < 0.001 THEN i - 1 ELSE i END AS j
               FROM (SELECT i, MD5(CONCAT('${seed}:', i, ':row')) AS h2 FROM ${series(b.from, b.to)} s LIMIT ${n}) s) a
      LIMIT ${n})`;
@@ -168,9 +168,10 @@ function bulkSql(b: BulkBatch) {
                WHEN ${u("h1", 7)} < 0.82 THEN 'accept_webhook'
                WHEN ${u("h1", 7)} < 0.94 THEN 'issue_invoice'
                ELSE 'refund_payment' END AS operation,
-          -- created_at: a day (skewed towards now: growth), an hour from the daily rhythm, a second.
+          -- created_at: a day (skewed towards now: growth), an hour from the daily rhythm, a second;
+          -- the day follows the intent's place in the load, oldest first, as PostgreSQL's.
           CAST(DATE(${now}) AS DATETIME(6))
-            - INTERVAL FLOOR(POW(${u("h1", 13)}, 1.15) * ${days}) DAY
+            - INTERVAL FLOOR(POW(1 - (GREATEST(a.j - ${int(b.load.first)}, 0) + 0.5) / ${int(b.load.records)}, 1.15) * ${days}) DAY
             + INTERVAL ${hourOf(`FLOOR(${u("h1", 19)} * 1000)`, b.hourTable)} HOUR
             + INTERVAL FLOOR(${u("h1", 25)} * 3600000) * 1000 MICROSECOND AS t_raw,
           CAST(GREATEST(199, ROUND(EXP(6.4 + ${u("ph", 1)} * 3.9) / 100) * 100 - 1) AS SIGNED) AS amount,

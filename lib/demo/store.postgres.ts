@@ -17,6 +17,8 @@ export function postgresDemoStore(ex: SqlExecutor): DemoStore {
         b.days,
         b.eventsPerRecord,
         b.hourTable,
+        b.load.first,
+        b.load.records,
       ]);
       return row;
     },
@@ -56,7 +58,7 @@ const u = (h: string, pos: number) => `(('x' || substr(${h}, ${pos}, 6))::bit(24
  * records, via data-modifying CTEs), counting what it wrote. The operations' TTLs are
  * literals in the text; everything else is bound.
  * Parameters: $1 seed, $2 first index, $3 end index (exclusive), $4 now, $5 days,
- * $6 events per record, $7 hour lookup table.
+ * $6 events per record, $7 hour lookup table, $8 the load's first index, $9 its records.
  * h1 hashes the intent (for a double submission: the previous index), h2 the row itself.
  */
 const batchSql = (ttlSeconds: Record<string, number>) => `
@@ -83,8 +85,10 @@ WITH g AS MATERIALIZED (
          WHEN ${u("h1", 7)} < 0.94 THEN 'issue_invoice'
          ELSE 'refund_payment' END AS operation,
     -- created_at: a day (skewed towards now: growth), an hour from the daily rhythm, a second.
+    -- The day follows the intent's place in the load, oldest first, so ids ascend with time as
+    -- writers leave them (a shuffled heap costs index-only scans a visibility-map page per entry).
     (date_trunc('day', $4::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
-      - make_interval(days => floor(power(${u("h1", 13)}, 1.15) * $5::int)::int)
+      - make_interval(days => floor(power(1 - (greatest(j - $8::bigint, 0) + 0.5) / $9::numeric, 1.15) * $5::int)::int)
       + make_interval(hours => ($7::int[])[1 + floor(${u("h1", 19)} * 1000)::int])
       + make_interval(secs => floor(${u("h1", 25)} * 3600000) / 1000.0) AS t_raw,
     greatest(199, round(exp(6.4 + ${u("ph", 1)} * 3.9) / 100) * 100 - 1)::bigint AS amount,

@@ -9,6 +9,11 @@ export interface BulkBatch {
   from: number;
   /** Exclusive. */
   to: number;
+  /**
+   * The whole load's indexes, [first, first + records): a record's day follows its place in them
+   * (the oldest first), so ids ascend with created_at as when writers insert at now().
+   */
+  load: { first: number; records: number };
   now: Date;
   /** created_at spreads over this many days before `now`. */
   days: number;
