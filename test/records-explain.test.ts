@@ -21,7 +21,7 @@ import { overviewReads, overviewStats } from "@/lib/stats/overview";
 import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
 import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
-import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql } from "@/lib/stats/store.postgres";
+import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql, SCOPE_PASS_JIT } from "@/lib/stats/store.postgres";
 import { overviewSql as mysqlOverviewSql, recordTotalsSql as mysqlRecordTotalsSql } from "@/lib/stats/store.mysql";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
@@ -272,6 +272,40 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
         expect(sent.indexOf(READ_SIDE_PLANS)).toBeLessThan(sent.indexOf(reads[0]));
         // … and nothing sets the workers again (a scope's pass with workers: 2× slower on one machine).
         expect(sent.filter((t) => /max_parallel_workers_per_gather/.test(t))).toEqual([READ_SIDE_PLANS]);
+      }
+    });
+  });
+
+  it("a scope's pass alone is compiled (JIT without inlining or optimisation), and the session goes back to jit = off", async () => {
+    const day = { from: new Date(now.getTime() - 86_400_000), to: now };
+    const pass = recordTotalsSql(overviewReads({ ...day, scope: "tenant:acme" }, now, parseStuckThresholds("default=5m")));
+    await db.withSession(async (s) => {
+      // What the settings compile, at thresholds this 20k-record table passes (the default needs ~1M entries; the
+      // inlining and optimisation thresholds at 0 as if the pass were huge: the settings must turn them off).
+      await s.exec(`SET jit_inline_above_cost = 0; SET jit_optimize_above_cost = 0; ${SCOPE_PASS_JIT.on}; SET jit_above_cost = 0`);
+      const [{ available }] = await s.query<{ available: boolean }>(`SELECT pg_jit_available() AS available`);
+      expect(available).toBe(true); // this machine's PostgreSQL has its LLVM provider (else this proves nothing)
+      const [row] = await s.query<{ "QUERY PLAN": { JIT?: { Options: Record<string, boolean> } }[] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${pass.text}`,
+        pass.values,
+      );
+      expect(row["QUERY PLAN"][0].JIT?.Options).toEqual({ Inlining: false, Optimization: false, Expressions: true, Deforming: true });
+      await s.exec(`${SCOPE_PASS_JIT.off}; RESET jit_above_cost`);
+
+      const sent: string[] = [];
+      const recording = recordingTo(s, sent);
+      const jit = async () => (await s.query<{ jit: string }>(`SELECT current_setting('jit') AS jit`))[0].jit;
+      for (const snapshot of [true, false]) {
+        sent.length = 0;
+        await overviewStats(recording, { ...day, scope: "tenant:acme" }, { now, snapshot });
+        const at = sent.indexOf(pass.text);
+        expect(sent.slice(at - 1, at + 2)).toEqual([SCOPE_PASS_JIT.on, pass.text, SCOPE_PASS_JIT.off]);
+        expect(sent.filter((t) => /\bjit\b/.test(t))).toEqual([SCOPE_PASS_JIT.on, SCOPE_PASS_JIT.off]);
+        expect(await jit()).toBe("off");
+        // Unfiltered: nothing compiled.
+        sent.length = 0;
+        await overviewStats(recording, { ...day }, { now, snapshot });
+        expect(sent.filter((t) => /\bjit\b/.test(t))).toEqual([]);
       }
     });
   });
