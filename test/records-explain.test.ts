@@ -110,8 +110,8 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     }
   });
 
-  async function plan(q: { text: string; values: unknown[] }): Promise<PlanNode[]> {
-    const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values);
+  async function plan(q: { text: string; values: unknown[] }, on: SqlExecutor = db.sql): Promise<PlanNode[]> {
+    const [row] = await on.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values);
     return nodes(row["QUERY PLAN"][0].Plan);
   }
 
@@ -291,8 +291,7 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
       await db.withSession(async (s) => {
         await s.exec(settings);
         for (const [label, q] of statements) {
-          const [row] = await s.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) ${q.text}`, q.values);
-          const all = nodes(row["QUERY PLAN"][0].Plan);
+          const all = await plan(q, s);
           const past = all.filter(
             (n) => n["Relation Name"] === "idempotency_events" && /\bid > /.test(`${n["Index Cond"] ?? ""} ${(n as { Filter?: string }).Filter ?? ""}`),
           );
