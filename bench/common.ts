@@ -22,18 +22,21 @@ export function table(header: string[], rows: string[][]) {
   for (const r of rows) console.log(line(r));
 }
 
+/** `--flag N` / `--flag=N` for `numeric`, on/off flags (`--keep` and `switches`) without a value. */
 export function parseBenchArgs<A extends { keep: boolean }>(
   argv: string[],
   defaults: A,
   numeric: Record<string, keyof A>,
   usage: string,
   zeroAllowed: (keyof A)[] = [],
+  switches: Record<string, keyof A> = {},
 ): A {
   const args = { ...defaults };
+  const onOff: Record<string, keyof A> = { "--keep": "keep", ...switches };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split("=", 2);
-    if (flag === "--keep") {
-      args.keep = true;
+    if (onOff[flag]) {
+      (args as Record<keyof A, unknown>)[onOff[flag]] = true;
       continue;
     }
     if (flag === "--help" || flag === "-h") {

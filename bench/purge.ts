@@ -4,6 +4,7 @@
  *
  *   DATABASE_URL=postgresql://… npm run bench:purge -- [--records 200000] [--events-per-record 3] [--days 60]
  *       [--batch-size 1000] [--pause-ms 20] [--writers 4] [--baseline-seconds 10] [--fill-concurrency N] [--seed 1] [--keep]
+ *       [--raw-commit]
  *   DATABASE_URL=mysql://root@127.0.0.1:3306/x npm run bench:purge -- …   (the same on MariaDB)
  *
  * 1. A throwaway database `ic_bench_<timestamp>` (or BENCH_DATABASE_URL as is), filled with
@@ -18,6 +19,12 @@
  *    short transactions, --pause-ms between them). Latency p50/p95/p99 side by side.
  * 4. Purge throughput (rows/s) next to the raw DELETE's, for the same as_of and policies
  *    (so the same rows: the counts are compared).
+ *
+ * --raw-commit: the raw DELETE commits instead, and the writer is measured until the server has
+ * also cleaned up after it — MySQL/MariaDB: until InnoDB's history list is back to its length
+ * before the DELETE (its background purge has removed the delete-marked rows, work a rolled-back
+ * DELETE never causes and a purge batch's commit always does); PostgreSQL: a VACUUM of the two
+ * tables. The batched purge then has nothing left to do and is not run.
  */
 import { availableParallelism } from "node:os";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -50,11 +57,12 @@ interface Args {
   fillConcurrency: number;
   seed: number;
   keep: boolean;
+  rawCommit: boolean;
 }
 
 const USAGE =
   "usage: npm run bench:purge -- [--records N (200000)] [--events-per-record N (3)] [--days N (60)] [--batch-size N (1000)] [--pause-ms N (20)]\n" +
-  "       [--writers N (4)] [--baseline-seconds N (10)] [--fill-concurrency N] [--seed N] [--keep]";
+  "       [--writers N (4)] [--baseline-seconds N (10)] [--fill-concurrency N] [--seed N] [--keep] [--raw-commit]";
 
 function parseArgs(argv: string[]): Args {
   const defaults: Args = {
@@ -68,6 +76,7 @@ function parseArgs(argv: string[]): Args {
     fillConcurrency: Math.min(4, availableParallelism()),
     seed: 1,
     keep: false,
+    rawCommit: false,
   };
   const numeric: Record<string, keyof Args> = {
     "--records": "records",
@@ -80,7 +89,7 @@ function parseArgs(argv: string[]): Args {
     "--fill-concurrency": "fillConcurrency",
     "--seed": "seed",
   };
-  return parseBenchArgs(argv, defaults, numeric, USAGE, ["pauseMs", "seed"]);
+  return parseBenchArgs(argv, defaults, numeric, USAGE, ["pauseMs", "seed"], { "--raw-commit": "rawCommit" });
 }
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
@@ -239,106 +248,167 @@ async function main(): Promise<number> {
     console.log(`\nwriter alone for ${args.baselineSeconds} s (${args.writers} lanes of begin + complete)…`);
     const baseline = await writer(db, args.writers, "base", new Promise((r) => setTimeout(r, args.baselineSeconds * 1000)));
 
-    // 2. A raw single DELETE of everything eligible (records, then events) in one transaction, rolled back.
-    console.log(`raw single DELETE … WHERE <eligibility> (records, then events; one transaction, rolled back) with the writer running…`);
-    let raw = { records: 0, events: 0, recordsMs: 0, eventsMs: 0 };
+    // 2. A raw single DELETE of everything eligible (records, then events) in one transaction, rolled
+    //    back (so the purge has the same rows), or with --raw-commit committed and cleaned up after.
+    console.log(
+      args.rawCommit
+        ? `raw single DELETE … WHERE <eligibility> (records, then events; one transaction, committed), the writer running until ${db.dialect.name === "mysql" ? "InnoDB's history list is back to its length before" : "a VACUUM of both tables is done"}…`
+        : `raw single DELETE … WHERE <eligibility> (records, then events; one transaction, rolled back) with the writer running…`,
+    );
+    let raw = { records: 0, events: 0, recordsMs: 0, eventsMs: 0, cleanUpMs: 0 };
     const rawDone = db.withSession(async (s) => {
+      const history = await historyLength(db);
       await s.exec("BEGIN");
+      let committed = false;
       try {
         let t = performance.now();
         const records = await rawDelete(db, s, "idempotency_records", rules, asOf);
         const recordsMs = performance.now() - t;
         t = performance.now();
         const events = await rawDelete(db, s, "idempotency_events", rules, asOf);
-        raw = { records, events, recordsMs, eventsMs: performance.now() - t };
+        if (args.rawCommit) {
+          await s.exec("COMMIT");
+          committed = true;
+        }
+        raw = { records, events, recordsMs, eventsMs: performance.now() - t, cleanUpMs: 0 };
       } finally {
-        await s.exec("ROLLBACK");
+        if (!committed) await s.exec("ROLLBACK");
       }
+      if (!args.rawCommit) return;
+      const t = performance.now();
+      await cleanUpAfter(db, history);
+      raw.cleanUpMs = performance.now() - t;
     });
     const duringRaw = await writer(db, args.writers, "raw", rawDone);
     await rawDone;
     console.log(`  ${settledBy(db)}${await settle(db, ["idempotency_records", "idempotency_events", "reconciliation_items", "outbox_messages"])}`);
 
-    // 3. The purge, with the writer running.
-    console.log(
-      `purge (batches of ${fmt(args.batchSize)} records, ${fmt(eventBatchSize(args.batchSize))} events; ${args.pauseMs} ms pause) with the writer running…`,
-    );
-    const run = await startPurge(
-      db.prisma,
-      { type: "system", label: "bench:purge" },
-      { reason: "bench", confirm: String(raw.records), asOf, batchSize: args.batchSize, pauseMs: args.pauseMs },
-      { workerId: "bench", leaseSeconds: 60 },
-    );
-    const t0 = performance.now();
-    let batchMs: number[] = [];
-    let last = performance.now();
-    const purged = workRun(db, run.id, {
-      workerId: "bench",
-      log: { log: () => {}, warn: (l) => console.warn(`  ${l}`) },
-      onBatch: () => {
-        const now = performance.now();
-        batchMs.push(now - last);
-        last = now;
-      },
-    });
-    const duringPurge = await writer(db, args.writers, "purge", purged);
-    const out = await purged;
-    const purgeSeconds = (performance.now() - t0) / 1000;
-    const done = out.run!;
-    batchMs = batchMs.sort((a, b) => a - b);
-
+    // 3. The purge, with the writer running (nothing left after a committed raw DELETE).
+    const purge = args.rawCommit ? null : await purgeWithWriter(db, args, asOf, raw.records);
     console.log(`\nwriter latency, ms (begin + complete through IdempotencyStore, ${args.writers} lanes)`);
     const col = (w: WriterStats) => {
       const s = [...w.latencies].sort((a, b) => a - b);
-      return {
-        p50: pct(s, 50).toFixed(2),
-        p95: pct(s, 95).toFixed(2),
-        p99: pct(s, 99).toFixed(2),
-        ops: fmt(w.ops / w.seconds),
-        n: fmt(w.ops),
-        errors: fmt(w.errors),
-        secs: w.seconds.toFixed(1),
-      };
+      return [
+        pct(s, 50).toFixed(2),
+        pct(s, 95).toFixed(2),
+        pct(s, 99).toFixed(2),
+        fmt(w.ops / w.seconds),
+        `${fmt(w.ops)} (${fmt(w.errors)})`,
+        w.seconds.toFixed(1),
+      ];
     };
-    const [a, b, c] = [col(baseline), col(duringRaw), col(duringPurge)];
+    const columns = [col(baseline), col(duringRaw), ...(purge ? [col(purge.writer)] : [])];
     table(
-      ["", "no purge", "during raw single DELETE", "during purge (batched)"],
       [
-        ["p50", a.p50, b.p50, c.p50],
-        ["p95", a.p95, b.p95, c.p95],
-        ["p99", a.p99, b.p99, c.p99],
-        ["ops/s", a.ops, b.ops, c.ops],
-        ["ops (errors)", `${a.n} (${a.errors})`, `${b.n} (${b.errors})`, `${c.n} (${c.errors})`],
-        ["over s", a.secs, b.secs, c.secs],
+        "",
+        "no purge",
+        args.rawCommit ? "raw single DELETE, committed, and its clean-up" : "during raw single DELETE",
+        ...(purge ? ["during purge (batched)"] : []),
       ],
+      ["p50", "p95", "p99", "ops/s", "ops (errors)", "over s"].map((label, i) => [label, ...columns.map((c) => c[i])]),
     );
 
     const rawSeconds = (raw.recordsMs + raw.eventsMs) / 1000;
     console.log(`\npurge throughput vs the raw SQL equivalent (same as_of and policies)`);
-    table(
-      ["", "records", "events", "seconds", "rows/s", "longest transaction"],
+    const rawRows = [
       [
-        [
-          "raw single DELETE (1 transaction)",
-          fmt(raw.records),
-          fmt(raw.events),
-          rawSeconds.toFixed(1),
-          fmt((raw.records + raw.events) / rawSeconds),
-          `${(rawSeconds * 1000).toFixed(0)} ms`,
-        ],
-        [
-          `purge: ${fmt(done.batches)} batches (${done.state})`,
-          fmt(Number(done.recordsDeleted)),
-          fmt(Number(done.eventsDeleted)),
-          purgeSeconds.toFixed(1),
-          fmt((Number(done.recordsDeleted) + Number(done.eventsDeleted)) / purgeSeconds),
-          `${(batchMs[batchMs.length - 1] ?? 0).toFixed(0)} ms (batch p50 ${pct(batchMs, 50).toFixed(0)} ms incl. pause)`,
-        ],
+        `raw single DELETE (1 transaction${args.rawCommit ? ", committed" : ""})`,
+        fmt(raw.records),
+        fmt(raw.events),
+        rawSeconds.toFixed(1),
+        fmt((raw.records + raw.events) / rawSeconds),
+        `${(rawSeconds * 1000).toFixed(0)} ms`,
       ],
-    );
-    const same = Number(done.recordsDeleted) === raw.records && Number(done.eventsDeleted) === raw.events;
-    console.log(`same rows as the raw DELETE: ${same ? "yes" : "NO"}; pauses: ${fmt(done.batches)} × ${args.pauseMs} ms at most`);
+    ];
+    if (args.rawCommit) {
+      const withCleanUp = rawSeconds + raw.cleanUpMs / 1000;
+      rawRows.push(["  … and the server's clean-up after it", "", "", withCleanUp.toFixed(1), fmt((raw.records + raw.events) / withCleanUp), ""]);
+    }
+    if (purge) {
+      const { run: done, seconds, cleanUpSeconds, batchMs } = purge;
+      rawRows.push([
+        `purge: ${fmt(done.batches)} batches (${done.state})`,
+        fmt(Number(done.recordsDeleted)),
+        fmt(Number(done.eventsDeleted)),
+        seconds.toFixed(1),
+        fmt((Number(done.recordsDeleted) + Number(done.eventsDeleted)) / seconds),
+        `${(batchMs[batchMs.length - 1] ?? 0).toFixed(0)} ms (batch p50 ${pct(batchMs, 50).toFixed(0)} ms incl. pause)`,
+      ]);
+      if (db.dialect.name === "mysql") {
+        const all = seconds + cleanUpSeconds;
+        const rows = Number(done.recordsDeleted) + Number(done.eventsDeleted);
+        rawRows.push([`  … and InnoDB's clean-up after its last batch`, "", "", all.toFixed(1), fmt(rows / all), ""]);
+      }
+    }
+    table(["", "records", "events", "seconds", "rows/s", "longest transaction"], rawRows);
+    if (purge) {
+      const same = Number(purge.run.recordsDeleted) === raw.records && Number(purge.run.eventsDeleted) === raw.events;
+      console.log(`same rows as the raw DELETE: ${same ? "yes" : "NO"}; pauses: ${fmt(purge.run.batches)} × ${args.pauseMs} ms at most`);
+    } else {
+      console.log(`the batched purge was not run: the committed raw DELETE left it nothing`);
+    }
   });
+}
+
+/** The purge of everything eligible as of `asOf` (lib/retention's worker, in this process) with the writer running. */
+async function purgeWithWriter(db: Database, args: Args, asOf: Date, expectedRecords: number) {
+  console.log(
+    `purge (batches of ${fmt(args.batchSize)} records, ${fmt(eventBatchSize(args.batchSize))} events; ${args.pauseMs} ms pause) with the writer running…`,
+  );
+  const run = await startPurge(
+    db.prisma,
+    { type: "system", label: "bench:purge" },
+    { reason: "bench", confirm: String(expectedRecords), asOf, batchSize: args.batchSize, pauseMs: args.pauseMs },
+    { workerId: "bench", leaseSeconds: 60 },
+  );
+  const history = await historyLength(db);
+  const t0 = performance.now();
+  const batchMs: number[] = [];
+  let last = performance.now();
+  const purged = workRun(db, run.id, {
+    workerId: "bench",
+    log: { log: () => {}, warn: (l) => console.warn(`  ${l}`) },
+    onBatch: () => {
+      const now = performance.now();
+      batchMs.push(now - last);
+      last = now;
+    },
+  });
+  const during = await writer(db, args.writers, "purge", purged);
+  const out = await purged;
+  const seconds = (performance.now() - t0) / 1000;
+  // What InnoDB still had to remove when the last batch committed (the writer has stopped).
+  const t1 = performance.now();
+  if (db.dialect.name === "mysql") await cleanUpAfter(db, history);
+  return { writer: during, run: out.run!, seconds, cleanUpSeconds: (performance.now() - t1) / 1000, batchMs: batchMs.sort((a, b) => a - b) };
+}
+
+/**
+ * InnoDB's history list length: committed transactions whose undo logs (old row versions,
+ * delete-marked rows) its background purge has not processed yet; 0 on PostgreSQL.
+ */
+async function historyLength(db: Database): Promise<number> {
+  if (db.dialect.name !== "mysql") return 0;
+  const [row] = await db.sql.query<{ n: bigint | number }>(`SELECT count AS n FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'`);
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Waits for the server to clean up after a committed DELETE. MySQL: InnoDB removes the
+ * delete-marked rows in the background, in commit order, so once the history list is back to
+ * (about) its length before the DELETE — the writer's own commits keep it from zero — that DELETE's
+ * rows are gone; at most 10 minutes. PostgreSQL: the VACUUM autovacuum would run later, now.
+ */
+async function cleanUpAfter(db: Database, before: number): Promise<void> {
+  if (db.dialect.name !== "mysql") {
+    for (const table of ["idempotency_records", "idempotency_events"]) await db.sql.query(`VACUUM ${table}`);
+    return;
+  }
+  const deadline = performance.now() + 600_000;
+  while ((await historyLength(db)) > before + 100) {
+    if (performance.now() > deadline) throw new Error("InnoDB's history list did not come back within 10 minutes");
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 runBench(main);

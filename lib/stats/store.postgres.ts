@@ -305,7 +305,7 @@ export const READ_SIDE_PLANS = `SET LOCAL max_parallel_workers_per_gather = 0`;
 export const SCOPE_PASS_JIT = {
   on: `SET jit = on; SET jit_inline_above_cost = -1; SET jit_optimize_above_cost = -1`,
   off: `SET jit = off; RESET jit_inline_above_cost; RESET jit_optimize_above_cost`,
-};
+} as const;
 
 export function postgresStatsStore(ex: SqlExecutor): StatsStore {
   const q = <T>(x: Statement) => ex.query<T>(x.text, x.values);
