@@ -99,6 +99,8 @@ interface WriterStats {
   seconds: number;
   latencies: number[];
   errors: number;
+  /** CPU the bench's process spent meanwhile (the writer's lanes, and the purge's batches when it runs here), seconds. */
+  cpuSeconds: number;
 }
 
 /** `lanes` concurrent begin + complete loops until `until` resolves. */
@@ -109,6 +111,7 @@ async function writer(db: Database, lanes: number, label: string, until: Promise
   let stop = false;
   void until.finally(() => (stop = true));
   const started = performance.now();
+  const cpu = process.cpuUsage();
   let n = 0;
   await Promise.all(
     Array.from({ length: lanes }, async () => {
@@ -136,7 +139,8 @@ async function writer(db: Database, lanes: number, label: string, until: Promise
       }
     }),
   );
-  return { ops: latencies.length, seconds: (performance.now() - started) / 1000, latencies, errors };
+  const used = process.cpuUsage(cpu);
+  return { ops: latencies.length, seconds: (performance.now() - started) / 1000, latencies, errors, cpuSeconds: (used.user + used.system) / 1e6 };
 }
 
 /**
@@ -295,6 +299,7 @@ async function main(): Promise<number> {
         fmt(w.ops / w.seconds),
         `${fmt(w.ops)} (${fmt(w.errors)})`,
         w.seconds.toFixed(1),
+        `${((100 * w.cpuSeconds) / w.seconds).toFixed(0)} %`,
       ];
     };
     const columns = [col(baseline), col(duringRaw), ...(purge ? [col(purge.writer)] : [])];
@@ -305,7 +310,7 @@ async function main(): Promise<number> {
         args.rawCommit ? "raw single DELETE, committed, and its clean-up" : "during raw single DELETE",
         ...(purge ? ["during purge (batched)"] : []),
       ],
-      ["p50", "p95", "p99", "ops/s", "ops (errors)", "over s"].map((label, i) => [label, ...columns.map((c) => c[i])]),
+      ["p50", "p95", "p99", "ops/s", "ops (errors)", "over s", "bench process CPU (of one core)"].map((label, i) => [label, ...columns.map((c) => c[i])]),
     );
 
     const rawSeconds = (raw.recordsMs + raw.eventsMs) / 1000;
