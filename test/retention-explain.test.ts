@@ -209,6 +209,20 @@ describe.skipIf(!usingMysql)("MySQL: purge statements use indexes (40k records, 
       expect(reading(ev, "e"), describeRows(ev)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
       // The held-record protection reads the records' legal_hold index, never the table.
       expect(serviceScans(ev), describeRows(ev)).toEqual([]);
+      // As the batch runs them: the candidates counted in the server, then a DELETE of their id
+      // range — by primary key, for the whole window and for a small one whose events are mostly
+      // not eligible yet.
+      const bounds = await mysqlPlan(mysqlPurge.eventBatchBoundsSql(rules, now, lo * 3n, lo * 3n + windowFor(1000), 1000));
+      expect(reading(bounds, "e"), describeRows(bounds)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
+      expect(serviceScans(bounds), describeRows(bounds)).toEqual([]);
+      for (const [asOf, last] of [
+        [now, lo * 3n + windowFor(1000)],
+        [early, lo * 3n + 25n],
+      ] as const) {
+        const de = await mysqlPlan(mysqlPurge.deleteEligibleEventsUpToSql(rules, asOf, lo * 3n, last));
+        expect(reading(de, "target"), describeRows(de)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
+        expect(serviceScans(de), describeRows(de)).toEqual([]);
+      }
     }
   });
 
