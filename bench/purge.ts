@@ -184,10 +184,12 @@ async function explainBatches(db: Database, rules: PolicyRule[], asOf: Date, bat
   const rec = (mysql ? mysqlPurge : pgPurge).recordCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
   console.log(`  records batch (${mysql ? "candidates" : "SELECT … FOR UPDATE"}): ${await planOf(db, rec.text, rec.values, true)}`);
   if (mysql) {
-    const ev = mysqlPurge.eventCandidatesSql(rules, asOf, 0n, windowFor(batchSize), batchSize);
-    console.log(`  events batch (candidates): ${await planOf(db, ev.text, ev.values)}`);
+    const ev = mysqlPurge.eventBatchBoundsSql(rules, asOf, 0n, windowFor(batchSize), eventBatchSize(batchSize));
+    console.log(`  events batch (candidates counted): ${await planOf(db, ev.text, ev.values)}`);
+    const evDelete = mysqlPurge.deleteEligibleEventsUpToSql(rules, asOf, 0n, windowFor(batchSize));
+    console.log(`  events batch (DELETE of the window): ${await planOf(db, evDelete.text, evDelete.values)}`);
     const ids = (await db.sql.query<{ id: bigint }>(rec.text, rec.values)).map((r) => BigInt(r.id));
-    const del = mysqlPurge.deleteStillEligibleSql("idempotency_records", rules, asOf, ids);
+    const del = mysqlPurge.deleteStillEligibleSql(rules, asOf, ids);
     console.log(`  records batch (DELETE of ${fmt(ids.length)} candidates): ${await planOf(db, del.text, del.values)}`);
   } else {
     const ev = pgPurge.eventDeleteSql(rules, asOf, 0n, windowFor(batchSize), batchSize);

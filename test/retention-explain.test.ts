@@ -191,7 +191,7 @@ describe.skipIf(!usingMysql)("MySQL: purge statements use indexes (40k records, 
 
       // The batch's DELETE of the candidates (ids the candidates read), THE condition again.
       const ids = (await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id > ? ORDER BY id LIMIT 1000`, [lo])).map((r) => r.id);
-      const del = mysqlPurge.deleteStillEligibleSql("idempotency_records", rules, now, ids);
+      const del = mysqlPurge.deleteStillEligibleSql(rules, now, ids);
       const d = await mysqlPlan(del);
       // By primary key either way: a range of the list, or (a list of 1,000 or more, which MariaDB
       // turns into a table of values) one lookup per candidate.
@@ -201,7 +201,7 @@ describe.skipIf(!usingMysql)("MySQL: purge statements use indexes (40k records, 
       // 25 at a time, most of the table not yet expired): left to itself MariaDB walks the expiry
       // index instead, waiting on every writer's row it passes.
       const early = new Date(now.getTime() - 55 * 86_400_000);
-      const small = mysqlPurge.deleteStillEligibleSql("idempotency_records", rules, early, ids.slice(0, 25));
+      const small = mysqlPurge.deleteStillEligibleSql(rules, early, ids.slice(0, 25));
       const s = await mysqlPlan(small);
       expect(reading(s, "target"), describeRows(s)).toEqual([expect.objectContaining({ type: "range", key: "PRIMARY" })]);
 

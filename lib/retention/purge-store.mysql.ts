@@ -106,38 +106,29 @@ export function deleteEligibleEventsUpToSql(rules: readonly PolicyRule[], asOf: 
 }
 
 /**
- * DELETE of those of `ids` still eligible in `table` (THE condition; exported for EXPLAIN in tests).
+ * DELETE of those of the records `list` still eligible (THE condition; exported for EXPLAIN in tests).
  * Spelled as a multi-table DELETE for its FORCE INDEX (PRIMARY): it must visit the candidates and
  * nothing else. Left to itself on a small or freshly grown table, MariaDB may walk the expiry index
  * instead, and then waits for every row it passes that a writer holds — a reservation just inserted
  * (its expiry already past) whose unique-key check waits in turn for a candidate this DELETE removes:
  * a deadlock, with the writer as InnoDB's victim, again on every retry while the DELETE walks on.
  */
-export function deleteStillEligibleSql(
-  table: "idempotency_records" | "idempotency_events",
-  rules: readonly PolicyRule[],
-  asOf: Date,
-  list: readonly bigint[],
-): Statement {
+export function deleteStillEligibleSql(rules: readonly PolicyRule[], asOf: Date, list: readonly bigint[]): Statement {
   const p = new Params(MYSQL);
   const within = p.list(list);
-  const eligible = table === "idempotency_records" ? recordEligibleSql(rules, asOf, p, "target") : eventEligibleSql(rules, asOf, p, "target");
-  return { text: `DELETE target FROM ${table} target FORCE INDEX (PRIMARY) WHERE target.id IN (${within}) AND ${eligible}`, values: p.values };
+  return {
+    text: `DELETE target FROM idempotency_records target FORCE INDEX (PRIMARY) WHERE target.id IN (${within}) AND ${recordEligibleSql(rules, asOf, p, "target")}`,
+    values: p.values,
+  };
 }
 
-/** Deletes those of `candidates` still eligible; the ids it deleted (the candidates minus what is still there). */
-async function deleteStillEligible(
-  ex: SqlExecutor,
-  table: "idempotency_records" | "idempotency_events",
-  rules: readonly PolicyRule[],
-  asOf: Date,
-  candidates: readonly bigint[],
-): Promise<Set<bigint>> {
-  const d = deleteStillEligibleSql(table, rules, asOf, candidates);
+/** Deletes those of the records `candidates` still eligible; the ids it deleted (the candidates minus what is still there). */
+async function deleteStillEligible(ex: SqlExecutor, rules: readonly PolicyRule[], asOf: Date, candidates: readonly bigint[]): Promise<Set<bigint>> {
+  const d = deleteStillEligibleSql(rules, asOf, candidates);
   const { affectedRows } = await execute(ex, d.text, d.values);
   if (affectedRows === candidates.length) return new Set(candidates);
   const p = new Params(MYSQL);
-  const left = new Set(ids(await ex.query<{ id: bigint }>(`SELECT id FROM ${table} WHERE id IN (${p.list(candidates)})`, p.values)));
+  const left = new Set(ids(await ex.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE id IN (${p.list(candidates)})`, p.values)));
   return new Set(candidates.filter((id) => !left.has(id)));
 }
 
@@ -232,7 +223,7 @@ export function mysqlPurgeStore(ex: SqlExecutor): PurgeStore {
     },
     async deleteEligibleRecords(rules, asOf, candidates) {
       if (candidates.length === 0) return 0;
-      const deleted = await deleteStillEligible(ex, "idempotency_records", rules, asOf, candidates);
+      const deleted = await deleteStillEligible(ex, rules, asOf, candidates);
       if (deleted.size) await censusStore(ex).takeOutPurged([...deleted]);
       return deleted.size;
     },
