@@ -392,6 +392,27 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     expect(records[1]["Actual Loops"], text).toBe(Number(other));
   });
 
+  it("the queue's reconciliation kind starts from the open items: the processing and pending records from the unsettled index alone; a record probe only for an item whose record is neither", async () => {
+    await db.sql.exec("VACUUM (ANALYZE) idempotency_records");
+    const q = queueSql({ kind: "reconciliation" }, parseStuckThresholds("default=5m"), now);
+    const [row] = await db.sql.query<{ "QUERY PLAN": { Plan: PlanNode }[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.text}`, q.values);
+    const all = nodes(row["QUERY PLAN"][0].Plan) as (PlanNode & { "Actual Loops": number; "Actual Rows": number })[];
+    const text = all.map((n) => `${describeNode(n)} (loops ${n["Actual Loops"]}, rows ${n["Actual Rows"]})`).join("\n");
+    const [{ n: other }] = await db.sql.query<{ n: bigint }>(
+      `SELECT count(DISTINCT i.record_id)::bigint AS n FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id
+        WHERE i.state IN ('open', 'checking', 'needs_manual') AND r.status NOT IN ('processing', 'pending')`,
+    );
+    // Read from the records' side in (updated_at, id) order, the branch walked every settled record.
+    const records = all.filter((n) => n["Relation Name"] === "idempotency_records");
+    expect(records.map(describeNode), text).toEqual([
+      expect.stringMatching(/^Index Only Scan .*idempotency_records_unsettled_status_idx/),
+      expect.stringMatching(/^Index Scan .*idempotency_records_pkey/),
+      expect.stringMatching(/^Index Scan .*idempotency_records_pkey/),
+    ]);
+    // The probe: one per record left after the unsettled ones are taken out (then the page's join).
+    expect(records[1]["Actual Loops"], text).toBe(Number(other));
+  });
+
   it("the queue's counts read every record from an index alone: no heap fetch, no probe of a record per open item", async () => {
     await db.sql.exec("VACUUM (ANALYZE) idempotency_records");
     const all = await plan(queueCountsSql(parseStuckThresholds("default=5m,capture_payment=2m"), now));
@@ -587,6 +608,38 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
       return (await readKey()) - before;
     });
     expect(lookups).toBeLessThanOrEqual(Number(items) + Number(settled ?? 0) + 4);
+  });
+
+  it("the queue's reconciliation kind starts from the open items: the processing and pending records read once from the unsettled index; a record looked up only for an item whose record is neither", async () => {
+    const q = mysqlQueueSql({ kind: "reconciliation" }, parseStuckThresholds("default=5m"), now)!;
+    const rows = await plan(q);
+    const text = rows.map(describeRow).join("\n");
+    // The processing and pending ids from a status index alone (InnoDB's secondary indexes carry the id).
+    expect(rows.filter((r) => r.table === "u").map(describeRow), text).toEqual([
+      expect.stringMatching(/ u range using idempotency_records_\w*status\w*_idx .*Using index/),
+    ]);
+    // Records only by primary key: the branch's lookups and the page's join.
+    expect(rows.filter((r) => r.table === "r").length, text).toBeGreaterThan(1);
+    expect(rows.filter((r) => r.table === "r" && !/ r eq_ref using PRIMARY /.test(describeRow(r))).map(describeRow), text).toEqual([]);
+    const [{ items, settled }] = await db.sql.query<{ items: bigint; settled: bigint }>(
+      `SELECT COUNT(*) AS items, SUM(r.status NOT IN ('processing', 'pending')) AS settled
+         FROM reconciliation_items i JOIN idempotency_records r ON r.id = i.record_id WHERE i.state IN ('open', 'checking', 'needs_manual')`,
+    );
+    expect(Number(items)).toBeGreaterThan(10);
+    // Read from the records' side in (updated_at, id) order, the branch walked every settled record.
+    const lookups = await db.withSession(async (s) => {
+      const reads = async () =>
+        (await s.query<{ Variable_name: string; Value: string }>(`SHOW SESSION STATUS LIKE 'Handler_read%'`))
+          .filter((r) => ["Handler_read_key", "Handler_read_next", "Handler_read_first"].includes(r.Variable_name))
+          .reduce((n, r) => n + Number(r.Value), 0);
+      const before = await reads();
+      await s.query(q.text, q.values);
+      return (await reads()) - before;
+    });
+    const [{ unsettled }] = await db.sql.query<{ unsettled: bigint }>(
+      `SELECT COUNT(*) AS unsettled FROM idempotency_records WHERE status IN ('processing', 'pending')`,
+    );
+    expect(lookups, text).toBeLessThanOrEqual(2 * Number(items) + Number(unsettled) + Number(settled ?? 0) + 10);
   });
 
   it("the overview filtered to a scope counts the scope's records from one index alone (covering)", async () => {

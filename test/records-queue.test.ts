@@ -110,6 +110,39 @@ describe("stuck & pending queue", () => {
     expect(ids(await allPages({ kind: "reconciliation" }))).toEqual([done.id.toString()]);
   });
 
+  it("the reconciliation kind (found from the open items' side) is every settled record with an open item, filtered, in age order both ways, page by page", async () => {
+    const p = (i: number) => db.dialect.param(i);
+    // Settled records of every operation, some with two open items, one with a resolved item only.
+    const settled = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE status IN ('completed', 'failed') ORDER BY id DESC LIMIT 15`);
+    for (const [k, { id }] of settled.entries()) {
+      const state = k === 0 ? "resolved_succeeded" : ["open", "checking", "needs_manual"][k % 3];
+      await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state, attempts) VALUES (${p(1)}, 'mockpay', ${p(2)}, 0)`, [id, state]);
+      if (k % 4 === 1)
+        await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state, attempts) VALUES (${p(1)}, 'mockpay', 'open', 1)`, [id]);
+    }
+    const expected = await db.sql.query<Raw>(
+      `SELECT id, operation, status, scope, provider, updated_at FROM idempotency_records r
+        WHERE r.status NOT IN ('processing', 'pending')
+          AND EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state IN ('open', 'checking', 'needs_manual'))
+        ORDER BY updated_at, id`,
+    );
+    expect(expected.length).toBeGreaterThanOrEqual(14);
+    expect(ids(await allPages({ kind: "reconciliation", limit: 3 }))).toEqual(ids(expected));
+    expect(ids(await allPages({ kind: "reconciliation", limit: 3, sort: "age_asc" }))).toEqual(ids(expected).reverse());
+    const one = expected[expected.length - 1];
+    const withProvider = expected.find((r) => r.provider !== null);
+    for (const [input, keep] of [
+      [{ operation: one.operation }, (r: Raw) => r.operation === one.operation],
+      [{ scope: one.scope }, (r: Raw) => r.scope === one.scope],
+      ...(withProvider ? [[{ provider: withProvider.provider! }, (r: Raw) => r.provider === withProvider.provider] as const] : []),
+    ] as const) {
+      expect(ids(await allPages({ kind: "reconciliation", limit: 2, ...input }))).toEqual(ids(expected.filter(keep)));
+    }
+    const summary = await queueSummary(db.sql, DEFAULT, now);
+    expect(summary.reconciliationOther).toBe(expected.length);
+    expect((await allPages({ limit: 7 })).filter((i) => i.kind === "reconciliation").map((i) => i.id.toString())).toEqual(ids(expected));
+  });
+
   it("sorts by age both ways, filters by operation, scope, status and provider; pages visit every row once", async () => {
     const rows = await raw();
     const queued = rows.filter((r) => (r.status === "processing" && now.getTime() - r.updated_at.getTime() > 300_000) || r.status === "pending");

@@ -12,8 +12,8 @@ import { QUEUE_KINDS, type QueueKind } from "./vocabulary";
 /**
  * The queue on MySQL/MariaDB (ADR 0012). Index use as on PostgreSQL: (status, updated_at) for
  * stuck and pending — one ordered range per status (InnoDB appends the id, so the range is in
- * (updated_at, id) order), merged; (state, next_check_at) and the primary key for the
- * reconciliation kind. The counts are one index range each. MariaDB has no LATERAL: a row's
+ * (updated_at, id) order), merged; for the reconciliation kind the open items, a status
+ * index and the primary key (otherOpenRecords). The counts are one index range each. MariaDB has no LATERAL: a row's
  * newest open reconciliation item is a correlated subquery on (record_id), run for the page's
  * rows only. The stuck cut-offs (now − threshold) are computed here and bound as times.
  */
@@ -47,6 +47,21 @@ function stuckCondition(p: Params, t: StuckThresholds, now: Date): string {
   return `${range} AND r.updated_at < ${perOp}`;
 }
 
+/**
+ * The records (as `r`) with an open reconciliation item that are neither processing nor pending,
+ * from the items' side as on PostgreSQL: the open items' record ids less the processing and
+ * pending records' (the unsettled index alone, materialized: the LIMIT keeps MariaDB from merging
+ * it into a lookup per item), then a primary-key lookup of what is left. O(open items + unsettled
+ * records), where the records' side in (updated_at, id) order walked every settled record.
+ */
+function otherOpenRecords(openStates: string): string {
+  return `(SELECT DISTINCT i.record_id FROM reconciliation_items i
+             LEFT JOIN (SELECT u.id FROM idempotency_records u WHERE u.status IN ('processing', 'pending') LIMIT 18446744073709551615) u
+               ON u.id = i.record_id
+            WHERE i.state IN (${openStates}) AND u.id IS NULL) o
+          STRAIGHT_JOIN idempotency_records r ON r.id = o.record_id`;
+}
+
 /** The page statement (exported so the EXPLAIN test checks exactly this); null when the kind and the status exclude each other. */
 export function mysqlQueueSql(input: QueueInput, thresholds: StuckThresholds, now: Date): Statement | null {
   const asked: QueueKind[] =
@@ -77,12 +92,11 @@ export function mysqlQueueSql(input: QueueInput, thresholds: StuckThresholds, no
   const newestItem = `(SELECT i.id FROM reconciliation_items i WHERE i.record_id = q.id AND i.state IN (${openStates()})
                         ORDER BY i.created_at DESC, i.id DESC LIMIT 1)`;
   const branches = kinds.map((kind) => {
-    const where =
-      kind === "stuck"
-        ? stuckCondition(p, thresholds, now)
-        : kind === "pending"
-          ? `r.status = 'pending'`
-          : `r.status NOT IN ('processing', 'pending') AND r.id IN (SELECT i.record_id FROM reconciliation_items i WHERE i.state IN (${openStates()}))`;
+    if (kind === "reconciliation") {
+      return `(SELECT r.id, 'reconciliation' AS kind FROM ${otherOpenRecords(openStates())}
+                WHERE ${["r.status NOT IN ('processing', 'pending')", ...filters()].join(" AND ")} ${order} LIMIT ${take()})`;
+    }
+    const where = kind === "stuck" ? stuckCondition(p, thresholds, now) : `r.status = 'pending'`;
     return `(SELECT r.id, '${kind}' AS kind FROM idempotency_records r
               WHERE ${[where, ...filters()].join(" AND ")} ${order} LIMIT ${take()})`;
   });

@@ -10,8 +10,8 @@ import { QUEUE_KINDS, type QueueKind } from "./vocabulary";
 
 /**
  * The queue on PostgreSQL. Index use: (status, updated_at) for stuck and pending — one
- * ordered range per status, merged; (state, next_check_at) and the record's primary key
- * for the reconciliation kind. The counts are one index range each.
+ * ordered range per status, merged; for the reconciliation kind the open items, the
+ * unsettled index and the record's primary key (otherOpenRecords). The counts are one index range each.
  */
 export function postgresQueueStore(ex: SqlExecutor): QueueStore {
   return {
@@ -41,6 +41,23 @@ function stuckCondition(p: ReturnType<typeof paramList>, t: StuckThresholds, now
   return `r.status = 'processing' AND r.updated_at < ${nowP}::timestamptz - make_interval(secs => ${p.add(minSeconds)}::float8) ${perOp}`;
 }
 
+/**
+ * The records (as `r`) with an open reconciliation item that are neither processing nor pending —
+ * the reconciliation kind — found from the items' side: the open items' record ids less the
+ * processing and pending records' (the unsettled index alone, INCLUDE (id), hashed), and a probe
+ * by primary key only for what is left (normally a handful; OFFSET 0 keeps the planner from
+ * turning the probe into a join that reads every record). O(open items + unsettled records):
+ * read from the records' side, in (updated_at, id) order, it walked every completed and failed
+ * record past the page's first 51 (10M records: 427 ms for the first page of "all").
+ */
+function otherOpenRecords(states: string): string {
+  return `(SELECT DISTINCT i.record_id FROM reconciliation_items i
+             LEFT JOIN (SELECT u.id FROM idempotency_records u WHERE u.status IN ('processing', 'pending')) u ON u.id = i.record_id
+            WHERE i.state = ANY (${states}::text[]) AND u.id IS NULL) o
+          CROSS JOIN LATERAL (SELECT r.id, r.updated_at, r.status, r.operation, r.scope, r.provider
+                                FROM idempotency_records r WHERE r.id = o.record_id OFFSET 0) r`;
+}
+
 /** The page statement (exported so the EXPLAIN test checks exactly this). */
 export function queueSql(input: QueueInput, thresholds: StuckThresholds, now: Date): Statement {
   const p = paramList();
@@ -62,12 +79,14 @@ export function queueSql(input: QueueInput, thresholds: StuckThresholds, now: Da
   for (const kind of kinds) {
     if (input.status === "processing" && kind !== "stuck") continue;
     if (input.status === "pending" && kind !== "pending") continue;
-    const where =
-      kind === "stuck"
-        ? stuckCondition(p, thresholds, now)
-        : kind === "pending"
-          ? `r.status = 'pending'`
-          : `r.status NOT IN ('processing', 'pending') AND r.id IN (SELECT i.record_id FROM reconciliation_items i WHERE i.state = ANY (${states}::text[]))`;
+    if (kind === "reconciliation") {
+      branches.push(
+        `(SELECT r.id, r.updated_at, 'reconciliation'::text AS kind FROM ${otherOpenRecords(states)}
+           WHERE ${["r.status NOT IN ('processing', 'pending')", ...filters].join(" AND ")} ${order} LIMIT ${take})`,
+      );
+      continue;
+    }
+    const where = kind === "stuck" ? stuckCondition(p, thresholds, now) : `r.status = 'pending'`;
     branches.push(
       `(SELECT r.id, r.updated_at, '${kind}'::text AS kind FROM idempotency_records r
          WHERE ${[where, ...filters].join(" AND ")} ${order} LIMIT ${take})`,

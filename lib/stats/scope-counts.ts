@@ -1,14 +1,22 @@
-import { RECORD_STATUSES } from "../kernel/vocabulary";
+import type { RecordStatus } from "../kernel/vocabulary";
 import type { ExpiryInterval } from "./census-store";
+
+/**
+ * The statuses the overview counts beside the records' totals: failed alone. Completed = all −
+ * processing − pending − failed; processing and pending (with stuck, the oldest, by operation)
+ * are the active statement's (store.*.ts activeByOperationSql: ranges of the unsettled index,
+ * with every filter), so neither the pass nor the status count reads them a second time.
+ */
+export const COUNTED_STATUSES = ["failed"] as const satisfies readonly RecordStatus[];
 
 /**
  * What the overview counts with a scope (there is no census per scope), per operation in one
  * pass over the scope's index entries: each record interval ('all', 'expired', the forecast
- * days) and each unsettled status (completed = all − these, as without a scope). Rows of
+ * days) and the failed records (COUNTED_STATUSES). Rows of
  * { name, operation, n } where n > 0, the census's shape.
  *
  * The pass counts, per operation, every record, the records below each distinct bound of the
- * intervals (expires_at < b), and each unsettled status: its `columns`. Each number is then
+ * intervals (expires_at < b), and the failed records: its `columns`. Each number is then
  * one column, or the difference of two — [from, to) = below(to) − below(from), with below(no
  * bound) = every record, exact as expires_at is NOT NULL — taken after the grouping (a few
  * rows). So each column is one comparison, where two-sided ranges took two: MariaDB pays per
@@ -26,7 +34,7 @@ export interface ScopePass {
 export function scopePass(intervals: readonly ExpiryInterval[], time: (d: Date) => string): ScopePass {
   const bounds = [...new Set(intervals.flatMap((i) => [i.from, i.to]).flatMap((d) => (d ? [d.getTime()] : [])))].sort((a, b) => a - b);
   const below = (d: Date | null, none: number | null) => (d ? 1 + bounds.indexOf(d.getTime()) : none);
-  const statuses = RECORD_STATUSES.filter((s) => s !== "completed");
+  const statuses = COUNTED_STATUSES;
   return {
     columns: [
       null,

@@ -10,7 +10,7 @@ import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
-import { scopeNumberSql, scopePass } from "./scope-counts";
+import { COUNTED_STATUSES, scopeNumberSql, scopePass } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -114,16 +114,16 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
 }
 
 /**
- * The three small statuses, exact (rows: { name: 'status:<status>', n }); completed = all −
- * these. Ranges of (status, operation, updated_at), index only. With a scope the scope's pass
- * counts them, and this reads nothing.
+ * The failed records, exact (rows: { name: 'status:failed', n }; COUNTED_STATUSES); completed =
+ * all − processing − pending (activeByOperationSql) − failed. A range of (status, operation,
+ * updated_at), index only. With a scope the scope's pass counts them, and this reads nothing.
  */
 export function statusCountsSql(f: { operation?: string; scope?: string }): Statement | null {
   if (f.scope) return null;
   const p = new Params(MYSQL);
   const count = (status: string) =>
     `SELECT 'status:${status}' AS name, COUNT(*) AS n FROM idempotency_records r WHERE r.status = '${status}'${recordFilters(p, f)}`;
-  return { text: `${count("processing")} UNION ALL ${count("pending")} UNION ALL ${count("failed")}`, values: p.values };
+  return { text: COUNTED_STATUSES.map(count).join(" UNION ALL "), values: p.values };
 }
 
 /** Pending records per age bucket: i = how many of the buckets' lower bounds (seconds) the age has reached. */

@@ -10,7 +10,7 @@ import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
-import { scopeNumberSql, scopePass } from "./scope-counts";
+import { COUNTED_STATUSES, scopeNumberSql, scopePass } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -57,7 +57,7 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
  * Records by expires_at interval (`recordIntervals`) and operation: all of them, expired
  * but not purged, and the forecast days. Without a scope, from the record census
  * (census-store.postgres.ts recordCensusSql). With a scope, the scope's one pass
- * (scope-counts.ts), which counts the unsettled statuses too: an index-only scan of
+ * (scope-counts.ts), which counts the failed records too: an index-only scan of
  * (scope, operation, expires_at, status) grouped by operation in index order, each column a
  * FILTER over a bound bound as a constant, the numbers taken from them after the grouping (a few rows). Rows:
  * { name, operation, n }.
@@ -112,21 +112,18 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
 }
 
 /**
- * The three small statuses, exact, in one statement (rows: { name: 'status:<status>', n });
- * completed = all (recordTotalsSql) − these (status is CHECK-constrained to the four).
- * Index-only ranges of the partial index (status, operation, updated_at) WHERE status <>
- * 'completed' (migration 20261130080000). With a scope, recordTotalsSql's one pass over the
- * scope's rows counts them too, and this reads nothing.
+ * The failed records, exact (rows: { name: 'status:failed', n }; COUNTED_STATUSES); completed =
+ * all (recordTotalsSql) − processing − pending (activeByOperationSql) − failed (status is
+ * CHECK-constrained to the four). An index-only range of the partial index (status, operation,
+ * updated_at) WHERE status <> 'completed' (migration 20261130080000). With a scope,
+ * recordTotalsSql's one pass over the scope's rows counts them, and this reads nothing.
  */
 export function statusCountsSql(f: { operation?: string; scope?: string }): Statement {
   if (f.scope) return { text: `SELECT NULL::text AS name, 0::bigint AS n WHERE FALSE`, values: [] as unknown[] };
   const p = paramList();
   const fr = recordFilters(p, f);
   const count = (status: string) => `SELECT 'status:${status}' AS name, count(*)::bigint AS n FROM idempotency_records r WHERE r.status = '${status}'${fr}`;
-  return {
-    text: `${count("processing")} UNION ALL ${count("pending")} UNION ALL ${count("failed")}`,
-    values: p.values,
-  };
+  return { text: COUNTED_STATUSES.map(count).join(" UNION ALL "), values: p.values };
 }
 
 /** Pending records per age bucket: width_bucket over the buckets' lower bounds (`bounds`, seconds). */
