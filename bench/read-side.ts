@@ -199,10 +199,10 @@ async function recordCountsBench(db: Database, floors: ReadFloors, args: Args) {
   const [byStatus, byStatusOfOperation, expired, forecast] = floors.recordCounts(now);
   const cases: [string, Statement | null][] = [
     ["all records, expired, 7-day forecast: lib (census)", totals()],
-    ["  + by status: lib (3 ranges of the unsettled-status index)", sql.statusCountsSql({})],
+    ["  + failed: lib (a range of the unsettled-status index; processing, pending: the active ranges)", sql.statusCountsSql({})],
     byStatus,
     ["all, expired, forecast, operation=capture_payment: lib (census)", totals("capture_payment")],
-    ["  + by status, operation=capture_payment: lib", sql.statusCountsSql({ operation: "capture_payment" })],
+    ["  + failed, operation=capture_payment: lib", sql.statusCountsSql({ operation: "capture_payment" })],
     byStatusOfOperation,
     ["expired not purged: lib (census)", sql.recordCensusSql([{ name: "expired", from: null, to: now }])],
     expired,
