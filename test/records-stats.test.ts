@@ -169,7 +169,13 @@ describe("expiry", () => {
       [now],
     );
     await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id = ${db.dialect.param(1)}`, [expiredDone[0].id]);
-    await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES (${db.dialect.param(1)}, 'mockpay', 'open')`, [expiredDone[1].id]);
+    // Two open items on one record: it is one record with an open item.
+    for (const state of ["open", "needs_manual"]) {
+      await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES (${db.dialect.param(1)}, 'mockpay', ${db.dialect.param(2)})`, [
+        expiredDone[1].id,
+        state,
+      ]);
+    }
     // Purge candidates follow the retention policies (lib/retention/eligibility.ts): every record 0 days
     // past expiry by default, capture_payment 2 days; pending outbox messages protect a record too.
     await db.sql.query(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days) VALUES (NULL, 0, 30), ('capture_payment', 2, 30)`);

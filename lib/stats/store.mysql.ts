@@ -245,17 +245,22 @@ export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   return { text, values: p.values };
 }
 
-/** Expired records by operation and status, with what a purge under `rules` would remove now (lib/retention/eligibility.ts). */
+/**
+ * Expired records by operation and status, with what a purge under `rules` would remove now
+ * (lib/retention/eligibility.ts); the open items' record ids read once (a derived table MariaDB
+ * materializes with a key), not a probe of the items per expired record, as on PostgreSQL.
+ */
 export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
   const p = new Params(MYSQL);
-  const open = `EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state IN (${p.list(OPEN_RECONCILIATION_STATES)}))`;
+  // Placeholders in the order of the text: the select list's eligibility, the open items', then the range's.
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
+  const open = `(SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)}))`;
   const text = `SELECT r.operation, r.status, COUNT(*) AS n,
                     COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
-                    COUNT(CASE WHEN ${open} THEN 1 END) AS "open",
+                    COUNT(o.record_id) AS "open",
                     COUNT(CASE WHEN ${eligible} THEN 1 END) AS purgeable,
                     MIN(r.expires_at) AS oldest
-               FROM idempotency_records r
+               FROM idempotency_records r LEFT JOIN ${open} o ON o.record_id = r.id
               WHERE r.expires_at < ${p.add(q.now)}${recordFilters(p, q)}
               GROUP BY r.operation, r.status ORDER BY r.operation, r.status`;
   return { text, values: p.values };
