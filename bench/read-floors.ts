@@ -44,6 +44,12 @@ export interface ReadFloors {
   /** The queue's tab counts: stuck, pending, open items, other records with open items, oldest pending and stuck. */
   queueCounts(s: SqlExecutor, stuckSeconds: number): Promise<unknown>;
   metrics(s: SqlExecutor): Promise<unknown>;
+  /**
+   * The Expiry page's numbers by hand: records expiring per hour of the next 24 h and per day of
+   * the next 30 days, expired ones by operation and status (with legal holds, open items, the
+   * oldest) — three statements at once on `pool`, as the page runs its own.
+   */
+  expiry(pool: SqlExecutor): Promise<unknown>;
   /** `n` new events spread over the last minute (the refresher's steady-state cost). */
   freshEvents(n: number): Statement;
   /** Rollup rows per tier. */
@@ -188,6 +194,19 @@ const postgres: ReadFloors = {
   queueCounts(s, stuckSeconds) {
     const stuck = `status = 'processing' AND updated_at < now() - make_interval(secs => $1)`;
     return s.query(queueCountsText(stuck), [stuckSeconds]);
+  },
+  expiry(pool) {
+    const ahead = (secs: number, span: string) =>
+      pool.query(`SELECT floor(extract(epoch FROM expires_at - now()) / ${secs})::int AS i, count(*) AS n FROM idempotency_records
+                   WHERE expires_at >= now() AND expires_at < now() + interval '${span}' GROUP BY 1`);
+    return Promise.all([
+      ahead(3600, "24 hours"),
+      ahead(86400, "30 days"),
+      pool.query(`SELECT operation, status, count(*) AS n, count(*) FILTER (WHERE legal_hold) AS held,
+                         count(*) FILTER (WHERE EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state IN (${OPEN_STATES}))) AS open,
+                         min(expires_at) AS oldest
+                    FROM idempotency_records r WHERE expires_at < now() GROUP BY 1, 2`),
+    ]);
   },
   metrics(s) {
     return s.query(
@@ -353,6 +372,19 @@ const mysql: ReadFloors = {
   },
   queueCounts(s, stuckSeconds) {
     return s.query(queueCountsText(`status = 'processing' AND updated_at < UTC_TIMESTAMP(6) - INTERVAL ${Math.floor(stuckSeconds)} SECOND`));
+  },
+  expiry(pool) {
+    const ahead = (secs: number, span: string) =>
+      pool.query(`SELECT FLOOR(TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(6), expires_at) / ${secs}) AS i, COUNT(*) AS n FROM idempotency_records
+                   WHERE expires_at >= UTC_TIMESTAMP(6) AND expires_at < UTC_TIMESTAMP(6) + INTERVAL ${span} GROUP BY i`);
+    return Promise.all([
+      ahead(3600, "24 HOUR"),
+      ahead(86400, "30 DAY"),
+      pool.query(`SELECT operation, status, COUNT(*) AS n, SUM(legal_hold) AS held,
+                         SUM(EXISTS (SELECT 1 FROM reconciliation_items i WHERE i.record_id = r.id AND i.state IN (${OPEN_STATES}))) AS open,
+                         MIN(expires_at) AS oldest
+                    FROM idempotency_records r WHERE expires_at < UTC_TIMESTAMP(6) GROUP BY operation, status`),
+    ]);
   },
   async metrics(s) {
     const events = await s.query(`SELECT operation, kind, COUNT(*) AS n FROM idempotency_events GROUP BY operation, kind`);
