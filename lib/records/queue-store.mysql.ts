@@ -13,9 +13,9 @@ import { QUEUE_KINDS, type QueueKind } from "./vocabulary";
  * The queue on MySQL/MariaDB (ADR 0012). Index use as on PostgreSQL: (status, updated_at) for
  * stuck and pending — one ordered range per status (InnoDB appends the id, so the range is in
  * (updated_at, id) order), merged; for the reconciliation kind the open items, a status
- * index and the primary key (otherOpenRecords). The counts are one index range each. MariaDB has no LATERAL: a row's
- * newest open reconciliation item is a correlated subquery on (record_id), run for the page's
- * rows only. The stuck cut-offs (now − threshold) are computed here and bound as times.
+ * index and the primary key (otherOpenRecords). The counts are index ranges, and the
+ * reconciliation kind's ids counted. MariaDB has no LATERAL: a row's newest open reconciliation
+ * item is a correlated subquery on (record_id), run for the page's rows only. The stuck cut-offs (now − threshold) are computed here and bound as times.
  */
 export function mysqlQueueStore(ex: SqlExecutor): QueueStore {
   return {

@@ -11,7 +11,8 @@ import { QUEUE_KINDS, type QueueKind } from "./vocabulary";
 /**
  * The queue on PostgreSQL. Index use: (status, updated_at) for stuck and pending — one
  * ordered range per status, merged; for the reconciliation kind the open items, the
- * unsettled index and the record's primary key (otherOpenRecords). The counts are one index range each.
+ * unsettled index and the record's primary key (otherOpenRecords). The counts are index
+ * ranges, and the reconciliation kind's ids counted.
  */
 export function postgresQueueStore(ex: SqlExecutor): QueueStore {
   return {
@@ -53,7 +54,7 @@ const otherOpenRecordIds = (states: string) => `SELECT DISTINCT i.record_id FROM
  * by primary key only for what is left (normally a handful; OFFSET 0 keeps the planner from
  * turning the probe into a join that reads every record). O(open items + unsettled records):
  * read from the records' side, in (updated_at, id) order, it walked every completed and failed
- * record past the page's first 51 (10M records: 427 ms for the first page of "all").
+ * record past the page's first 51 (10M records: the first page of "all" 258 → 30 ms).
  */
 function otherOpenRecords(states: string): string {
   return `(${otherOpenRecordIds(states)}) o
