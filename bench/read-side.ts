@@ -112,13 +112,11 @@ function dialectSql(db: Database) {
   return byDialect(db, {
     postgres: {
       overviewSql: pgStats.overviewSql,
-      statusCountsSql: pgStats.statusCountsSql,
       recordCensusSql: pgCensus.recordCensusSql,
       eventCountsSql: pgRollups.eventCountsSql,
     },
     mysql: {
       overviewSql: mysqlStats.overviewSql,
-      statusCountsSql: mysqlStats.statusCountsSql,
       recordCensusSql: mysqlCensus.recordCensusSql,
       eventCountsSql: mysqlRollups.eventCountsSql,
     },
@@ -200,11 +198,9 @@ async function recordCountsBench(db: Database, floors: ReadFloors, args: Args) {
   const totals = (operation?: string) => sql.overviewSql(overviewReads({ from: now, to: now, operation }, now, readSideConfig().stuck)).totals!;
   const [byStatus, byStatusOfOperation, expired, forecast] = floors.recordCounts(now);
   const cases: [string, Statement | null][] = [
-    ["all records, expired, 7-day forecast: lib (census)", totals()],
-    ["  + failed: lib (a range of the unsettled-status index; processing, pending: the active ranges)", sql.statusCountsSql({})],
+    ["all records, expired, 7-day forecast, failed: lib (census; processing, pending: the active ranges)", totals()],
     byStatus,
-    ["all, expired, forecast, operation=capture_payment: lib (census)", totals("capture_payment")],
-    ["  + failed, operation=capture_payment: lib", sql.statusCountsSql({ operation: "capture_payment" })],
+    ["all, expired, forecast, failed, operation=capture_payment: lib (census)", totals("capture_payment")],
     byStatusOfOperation,
     ["expired not purged: lib (census)", sql.recordCensusSql([{ name: "expired", from: null, to: now }])],
     expired,

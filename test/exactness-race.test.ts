@@ -2,7 +2,7 @@ import * as mariadb from "mariadb";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { byDialect } from "@/lib/db/dialect";
-import { utcDateTime } from "@/lib/db/sql";
+import { inSnapshot, utcDateTime } from "@/lib/db/sql";
 import { IdempotencyStore } from "@/lib/idempotency";
 import { mulberry32 } from "@/lib/demo/traffic-plan";
 import { startPurge } from "@/lib/retention/runs";
@@ -16,11 +16,13 @@ import { createTestDatabase, usingDatabaseServer, usingMysql, type TestDatabase 
 /**
  * Loss-free rollups and census under real concurrency (issue 10): writers the console did not
  * write — raw SQL with random commit delays and rollbacks, records and their events committed
- * apart, completions without a version bump, expiry moved on replay, long-held transactions —
- * and the TypeScript library, all on their own connections, while two refreshers (tiny
- * batches: thousands of refresh transactions) and purge runs go on. Afterwards every rollup
- * tier equals the raw events, the census equals the raw records per operation and expiry
- * hour, and the census check finds no drift.
+ * apart, completions without a version bump, expiry moved on replay, failures whose `failed`
+ * event commits before, with or after the status, long-held transactions — and the TypeScript
+ * library, all on their own connections, while two refreshers (tiny batches: thousands of
+ * refresh transactions) and purge runs go on. Meanwhile the census's failed count equals a
+ * plain count in every snapshot sampled; afterwards every rollup tier equals the raw events,
+ * the census equals the raw records (and the failed ones) per operation and expiry hour, and
+ * the census check finds no drift.
  *
  * Read in READ COMMITTED (the refresh before issue 10), an event that commits between the
  * refresh statement that counts and the one that notes the gaps was lost for good: this
@@ -132,6 +134,7 @@ const WRITER_SQL = {
     duplicate: (err: unknown) => (err as { code?: string }).code === "23505",
     event: (kind: string) => `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind) VALUES ($1, $2, $3, $4, '${kind}')`,
     complete: `UPDATE idempotency_records SET status = 'completed', response_code = 201, response_body = 'done', updated_at = now() WHERE id = $1`,
+    fail: `UPDATE idempotency_records SET status = 'failed', response_code = 402, response_body = 'declined', updated_at = now() WHERE id = $1`,
     /** The replay: slides the expiry by $4 seconds; rows: the record's id. */
     slide: async (c: WriterConnection, scope: string, op: string, key: string, seconds: number) =>
       c.query<{ id: string | bigint }>(
@@ -156,6 +159,7 @@ const WRITER_SQL = {
     duplicate: (err: unknown) => (err as { errno?: number }).errno === 1062,
     event: (kind: string) => `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind) VALUES (?, ?, ?, ?, '${kind}')`,
     complete: `UPDATE idempotency_records SET status = 'completed', response_code = 201, response_body = 'done', updated_at = UTC_TIMESTAMP(6) WHERE id = ?`,
+    fail: `UPDATE idempotency_records SET status = 'failed', response_code = 402, response_body = 'declined', updated_at = UTC_TIMESTAMP(6) WHERE id = ?`,
     slide: async (c: WriterConnection, scope: string, op: string, key: string, seconds: number) => {
       const rows = await c.query<{ id: string | bigint }>(`SELECT id FROM idempotency_records WHERE scope = ? AND operation = ? AND idempotency_key = ?`, [
         scope,
@@ -173,7 +177,7 @@ const WRITER_SQL = {
 describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent writers, refreshers and purges", () => {
   it("equal raw counts exactly afterwards: every tier, every operation-hour, no drift", async () => {
     let running = true;
-    const stats = { rawCommitted: 0, rawRolledBack: 0, apart: 0, moved: 0, longHeld: 0, library: 0, refreshes: 0, purged: 0 };
+    const stats = { rawCommitted: 0, rawRolledBack: 0, apart: 0, moved: 0, failed: 0, longHeld: 0, library: 0, refreshes: 0, purged: 0, samples: 0 };
     const W = byDialect(db, WRITER_SQL);
     const client = writerConnection;
     const expiry = (rnd: () => number) =>
@@ -248,6 +252,72 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
       }
     };
 
+    // A service whose payments fail (ADR 0016): the record written processing with its reserved
+    // event, then the status set to failed and the `failed` event in separate transactions, the
+    // event first or the status first with a delay between, or both in one transaction held
+    // before COMMIT. One in seven already expired, so purges take failed records out too.
+    const failingWriter = async (lane: number) => {
+      const c = await client();
+      const rnd = mulberry32(6000 + lane);
+      try {
+        for (let i = 0; running; i++) {
+          await sleep(rnd() * 20);
+          const op = OPS[Math.floor(rnd() * OPS.length)];
+          const key = `fail-${lane}-${i}`;
+          const scope = `tenant:fail${lane}`;
+          const id = (await c.write(W.insertProcessing, W.insertProcessingParams(scope, op, key, expiry(rnd)))).insertId!;
+          await c.write(W.event("reserved"), [id, scope, op, key]);
+          await sleep(rnd() * 10);
+          const order = rnd();
+          if (order < 1 / 3) {
+            await c.write(W.event("failed"), [id, scope, op, key]);
+            await sleep(rnd() * 40);
+            await c.write(W.fail, [id]);
+          } else if (order < 2 / 3) {
+            await c.write(W.fail, [id]);
+            await sleep(rnd() * 40);
+            await c.write(W.event("failed"), [id, scope, op, key]);
+          } else {
+            await c.exec("BEGIN");
+            await c.write(W.fail, [id]);
+            await c.write(W.event("failed"), [id, scope, op, key]);
+            await c.query(W.sleep, [rnd() * 0.03]);
+            await c.exec("COMMIT");
+          }
+          stats.failed++;
+        }
+      } finally {
+        await c.end();
+      }
+    };
+
+    // The overview's failed count (the census + the correction for touched records) against a
+    // plain count, in one snapshot, again and again while all of the above goes on: exact at any
+    // moment, not only afterwards (every failure here sets updated_at, as the protocol asks).
+    const failedMismatches: string[] = [];
+    const sampler = async () => {
+      while (running) {
+        await sleep(40);
+        await db.withSession((s) =>
+          inSnapshot(s, async () => {
+            const census = Object.fromEntries(
+              (await countRecordsByExpiry(s, [], { failed: true })).filter((r) => r.name === "status:failed").map((r) => [r.operation, r.count]),
+            );
+            const plain = Object.fromEntries(
+              (
+                await s.query<{ operation: string; n: bigint }>(
+                  `SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'failed' GROUP BY operation`,
+                )
+              ).map((r) => [r.operation, Number(r.n)]),
+            );
+            if (JSON.stringify(census, Object.keys(census).sort()) !== JSON.stringify(plain, Object.keys(plain).sort()))
+              failedMismatches.push(JSON.stringify({ census, plain }));
+          }),
+        );
+        stats.samples++;
+      }
+    };
+
     // A long-held transaction: a few events, then a wait of 0.5–2 s before COMMIT.
     const longWriter = async () => {
       const c = await client();
@@ -307,7 +377,17 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
       }
     };
 
-    const work = [...[0, 1, 2].map(rawWriter), ...[0, 1].map(apartWriter), longWriter(), ...[0, 1].map(libraryWriter), refresher(0), refresher(1), purger()];
+    const work = [
+      ...[0, 1, 2].map(rawWriter),
+      ...[0, 1].map(apartWriter),
+      ...[0, 1].map(failingWriter),
+      longWriter(),
+      ...[0, 1].map(libraryWriter),
+      refresher(0),
+      refresher(1),
+      purger(),
+      sampler(),
+    ];
     const started = Date.now();
     while (stats.refreshes < TARGET_REFRESHES && Date.now() - started < MAX_MS) await sleep(200);
     running = false;
@@ -321,6 +401,9 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     expect(stats.rawRolledBack).toBeGreaterThan(0);
     expect(stats.apart).toBeGreaterThan(20);
     expect(stats.moved).toBeGreaterThan(10);
+    expect(stats.failed).toBeGreaterThan(20);
+    expect(stats.samples).toBeGreaterThan(20);
+    expect(failedMismatches).toEqual([]);
     if (purging) expect(stats.purged).toBeGreaterThan(0);
 
     // Event side: every event counted exactly once, in every tier.
@@ -390,14 +473,32 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
       }),
     );
     expect(censusDiff).toEqual([]);
+    const failedDiff = await db.sql.query(
+      byDialect(db, {
+        postgres: `SELECT * FROM (SELECT operation, date_bin(interval '1 hour', expires_at, timestamptz '1970-01-01 00:00:00+00') AS h, count(*)::bigint AS n
+                                    FROM idempotency_records WHERE status = 'failed' GROUP BY 1, 2) r
+       FULL JOIN (SELECT * FROM record_census WHERE failed > 0) c ON c.operation = r.operation AND c.expires_hour = r.h
+       WHERE r.n IS DISTINCT FROM c.failed`,
+        mysql: mysqlFullDifference(
+          `SELECT operation, CAST(DATE_FORMAT(expires_at, '%Y-%m-%d %H:00:00') AS DATETIME(6)) AS h, COUNT(*) AS n FROM idempotency_records WHERE status = 'failed' GROUP BY operation, h`,
+          `SELECT operation, expires_hour AS h, failed AS n FROM record_census WHERE failed > 0`,
+          ["operation", "h"],
+        ),
+      }),
+    );
+    expect(failedDiff).toEqual([]);
     const now = Date.now();
     const intervals: ExpiryInterval[] = [
       { name: "all", from: null, to: null },
       { name: "expired", from: null, to: new Date(now) },
       { name: "next 24 h", from: new Date(now), to: new Date(now + DAY) },
     ];
-    const viaCensus = Object.fromEntries((await countRecordsByExpiry(db.sql, intervals)).map((r) => [`${r.name} ${r.operation}`, r.count]));
+    const viaCensus = Object.fromEntries((await countRecordsByExpiry(db.sql, intervals, { failed: true })).map((r) => [`${r.name} ${r.operation}`, r.count]));
     const plain: Record<string, number> = {};
+    for (const r of await db.sql.query<{ operation: string; n: bigint }>(
+      `SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'failed' GROUP BY operation`,
+    ))
+      plain[`status:failed ${r.operation}`] = Number(r.n);
     for (const iv of intervals) {
       for (const r of await byDialect(db, {
         postgres: () =>

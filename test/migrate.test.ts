@@ -8,6 +8,7 @@ import { openDatabase, type Database } from "@/lib/db/client";
 import { LOCKS } from "@/lib/db/locks";
 import { DEFAULT_MIGRATIONS_DIR, MigrationError, migrate, migrationStatus } from "@/lib/db/migrate";
 import { inTransaction, type SqlExecutor } from "@/lib/db/sql";
+import { refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
 import { createEmptyTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -584,6 +585,62 @@ describe("data the migrations move", () => {
       // The census the next migration recounts agrees with the table.
       const census = await db.sql.query<{ n: string }>(`SELECT COALESCE(sum("count"), 0)::text AS n FROM record_census`);
       expect(census[0].n).toBe("2");
+    });
+  });
+
+  it("the census learns which records are failed: members and hours backfilled from the records, then kept by this version's refresh", async () => {
+    const FAILED = "20261206000000_census_failed";
+    await withEmptyDb(async (db) => {
+      const all = await migrationsCopy();
+      const before = path.join(await tmpDir(), "migrations");
+      await mkdir(before);
+      for (const name of await localMigrationNames(all)) if (name < FAILED) await cp(path.join(all, name), path.join(before, name), { recursive: true });
+      await db.withSession((s) => migrate(s, { dir: before }));
+      // Records of every status in two operations and a few expiry hours; the previous version's
+      // census counts them (its members backfill did, as that migration's writer).
+      await db.sql.exec(`INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, expires_at)
+        SELECT 'tenant:m', CASE WHEN g % 2 = 0 THEN 'capture_payment' ELSE 'create_order' END, 'k-' || g, 'h',
+               (ARRAY['completed', 'failed', 'pending', 'processing', 'failed'])[1 + g % 5], now() + make_interval(hours => g % 7)
+          FROM generate_series(1, 60) g`);
+      await db.withSession((s) =>
+        inTransaction(s, async () => {
+          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'members', true)`);
+          await s.exec(`INSERT INTO record_census_members (record_id, operation, expires_hour)
+                          SELECT id, operation, date_bin(interval '1 hour', expires_at, timestamptz '1970-01-01 00:00:00+00') FROM idempotency_records;
+                        INSERT INTO record_census (operation, expires_hour, count) SELECT operation, expires_hour, count(*) FROM record_census_members GROUP BY 1, 2;
+                        INSERT INTO rollup_state (name, watermark) SELECT 'records', max(record_id) FROM record_census_members
+                          ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark;`);
+        }),
+      );
+
+      await db.withSession((s) => migrate(s, { dir: all }));
+
+      const diff = await db.sql.query(
+        `SELECT * FROM (SELECT operation, date_bin(interval '1 hour', expires_at, timestamptz '1970-01-01 00:00:00+00') AS h, count(*) FILTER (WHERE status = 'failed') AS f
+                          FROM idempotency_records GROUP BY 1, 2) r
+           FULL JOIN record_census c ON c.operation = r.operation AND c.expires_hour = r.h
+          WHERE r.f IS DISTINCT FROM c.failed`,
+      );
+      expect(diff).toEqual([]);
+      const [{ failed, members }] = await db.sql.query<{ failed: string; members: string }>(
+        `SELECT count(*) FILTER (WHERE m.failed)::text AS failed, count(*) FILTER (WHERE m.failed = (r.status = 'failed'))::text AS members
+           FROM record_census_members m JOIN idempotency_records r ON r.id = m.record_id`,
+      );
+      expect({ failed, members }).toEqual({ failed: "24", members: "60" });
+      // The previous version's writer is refused now; this version's refresh keeps the census exact.
+      await expect(
+        db.withSession((s) =>
+          inTransaction(s, async () => {
+            await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'members', true)`);
+            await s.exec(`DELETE FROM record_census_members`);
+          }),
+        ),
+      ).rejects.toThrow(/upgrade the console/);
+      await db.sql.exec(`UPDATE idempotency_records SET status = 'failed', updated_at = now() WHERE status = 'processing'`);
+      await db.withSession((s) => refreshRollups(s));
+      expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+      const [{ n }] = await db.sql.query<{ n: string }>(`SELECT sum(failed)::text AS n FROM record_census`);
+      expect(n).toBe("36");
     });
   });
 });

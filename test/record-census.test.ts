@@ -7,7 +7,7 @@ import { mulberry32 } from "@/lib/demo/traffic-plan";
 import { startPurge } from "@/lib/retention/runs";
 import { workRun } from "@/lib/retention/worker";
 import { readSideConfig } from "@/lib/records/config";
-import { activeByOperationSql, statusCountsSql } from "@/lib/stats/store.postgres";
+import { activeByOperationSql } from "@/lib/stats/store.postgres";
 import * as mysqlStats from "@/lib/stats/store.mysql";
 import { countRecordsByExpiry, readCensusDrift, type ExpiryInterval } from "@/lib/stats/census";
 import { recordCensusSql } from "@/lib/stats/census-store.postgres";
@@ -40,51 +40,57 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => db?.drop());
 
+/** The stored census: "operation hour" → "records / failed records". */
 const stored = async (sql: SqlExecutor) =>
   Object.fromEntries(
     (
-      await sql.query<{ k: string; n: bigint }>(
+      await sql.query<{ k: string; n: bigint; f: bigint }>(
         byDialect(sql, {
-          postgres: `SELECT operation || ' ' || to_char(expires_hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count AS n FROM record_census WHERE count > 0`,
-          mysql: `SELECT CONCAT(operation, ' ', DATE_FORMAT(expires_hour, '%Y-%m-%dT%H')) AS k, count AS n FROM record_census WHERE count > 0`,
+          postgres: `SELECT operation || ' ' || to_char(expires_hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count AS n, failed AS f FROM record_census WHERE count > 0`,
+          mysql: `SELECT CONCAT(operation, ' ', DATE_FORMAT(expires_hour, '%Y-%m-%dT%H')) AS k, count AS n, failed AS f FROM record_census WHERE count > 0`,
         }),
       )
-    ).map((r) => [r.k, Number(r.n)]),
+    ).map((r) => [r.k, `${Number(r.n)} / ${Number(r.f)}`]),
   );
 
 /**
- * What the census must hold, by hand: every record counted where it is now, except the
- * records touched since the last refresh (named by an event above the watermark or a gap,
- * or above the record high-water mark), which are counted where their member says (or not
- * at all).
+ * What the census must hold, by hand: every record counted where it is now (and failed or
+ * not as it is now), except the records touched since the last refresh (named by an event above
+ * the watermark or a gap, above the record high-water mark, or failed less than 15 minutes
+ * before the last refresh), which are counted as their member says (or not at all).
  */
 const expected = async (sql: SqlExecutor) =>
   Object.fromEntries(
     (
-      await sql.query<{ k: string; n: bigint }>(
+      await sql.query<{ k: string; n: bigint; f: bigint }>(
         `WITH touched AS (
            SELECT e.record_id AS id FROM idempotency_events e
             WHERE e.record_id IS NOT NULL
               AND (e.id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'events'), 0) OR e.id IN (SELECT event_id FROM rollup_gaps))
            UNION
            SELECT id FROM idempotency_records WHERE id > COALESCE((SELECT watermark FROM rollup_state WHERE name = 'records'), 0)
+           UNION
+           SELECT id FROM idempotency_records WHERE status = 'failed' AND updated_at > ${byDialect(sql, {
+             postgres: `COALESCE((SELECT updated_at FROM rollup_state WHERE name = 'events'), '-infinity') - interval '15 minutes'`,
+             mysql: `COALESCE((SELECT updated_at FROM rollup_state WHERE name = 'events') - INTERVAL 15 MINUTE, '1000-01-01')`,
+           })}
          )
          ${byDialect(sql, {
-           postgres: `SELECT operation || ' ' || to_char(h AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count(*)::bigint AS n FROM (
-           SELECT r.operation, date_trunc('hour', r.expires_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS h
+           postgres: `SELECT operation || ' ' || to_char(h AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') AS k, count(*)::bigint AS n, count(*) FILTER (WHERE f)::bigint AS f FROM (
+           SELECT r.operation, date_trunc('hour', r.expires_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS h, r.status = 'failed' AS f
              FROM idempotency_records r WHERE r.id NOT IN (SELECT id FROM touched)
            UNION ALL
-           SELECT m.operation, m.expires_hour FROM record_census_members m WHERE m.record_id IN (SELECT id FROM touched)
+           SELECT m.operation, m.expires_hour, m.failed FROM record_census_members m WHERE m.record_id IN (SELECT id FROM touched)
          ) x GROUP BY 1`,
-           mysql: `SELECT CONCAT(x.operation, ' ', DATE_FORMAT(x.h, '%Y-%m-%dT%H')) AS k, COUNT(*) AS n FROM (
-           SELECT r.operation, CAST(DATE_FORMAT(r.expires_at, '%Y-%m-%d %H:00:00') AS DATETIME) AS h
+           mysql: `SELECT CONCAT(x.operation, ' ', DATE_FORMAT(x.h, '%Y-%m-%dT%H')) AS k, COUNT(*) AS n, SUM(x.f) AS f FROM (
+           SELECT r.operation, CAST(DATE_FORMAT(r.expires_at, '%Y-%m-%d %H:00:00') AS DATETIME) AS h, r.status = 'failed' AS f
              FROM idempotency_records r WHERE r.id NOT IN (SELECT id FROM touched)
            UNION ALL
-           SELECT m.operation, m.expires_hour FROM record_census_members m WHERE m.record_id IN (SELECT id FROM touched)
+           SELECT m.operation, m.expires_hour, m.failed FROM record_census_members m WHERE m.record_id IN (SELECT id FROM touched)
          ) x GROUP BY k`,
          })}`,
       )
-    ).map((r) => [r.k, Number(r.n)]),
+    ).map((r) => [r.k, `${Number(r.n)} / ${Number(r.f)}`]),
   );
 
 function intervals(now: number, seed: number): ExpiryInterval[] {
@@ -127,11 +133,17 @@ async function raw(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
     })();
     for (const r of rows) out[`${i.name} ${r.operation}`] = Number(r.n);
   }
+  const failed = await sql.query<{ operation: string; n: bigint }>(
+    `SELECT operation, count(*) AS n FROM idempotency_records WHERE status = 'failed'${operation ? ` AND operation = ${sql.dialect.param(1)}` : ""} GROUP BY operation`,
+    operation ? [operation] : [],
+  );
+  for (const r of failed) out[`status:failed ${r.operation}`] = Number(r.n);
   return out;
 }
 
+/** The census's counts of `iv` and of the failed records (one statement). */
 async function viaCensus(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
-  const rows = await countRecordsByExpiry(sql, iv, { operation });
+  const rows = await countRecordsByExpiry(sql, iv, { operation, failed: true });
   return Object.fromEntries(rows.map((r) => [`${r.name} ${r.operation}`, r.count]));
 }
 
@@ -359,6 +371,100 @@ describe("record census (lib/stats/census.ts)", () => {
     expect((await db.sql.query(`SELECT 1 FROM record_census_members WHERE record_id = ${db.dialect.param(1)}`, [gone.id])).length).toBe(0);
   }, 120_000);
 
+  it("a record that fails apart from its event (the event first, or the status first) is counted failed at every moment; a failure with neither an event nor a fresh updated_at is the sweep's", async () => {
+    await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
+    await db.sql.exec(`DELETE FROM census_departures`);
+    const P = (i: number) => db.dialect.param(i);
+    const now = sqlNow("now()", "UTC_TIMESTAMP(6)");
+    const event = (id: bigint, key: string, kind: string) =>
+      db.sql.query(
+        `INSERT INTO idempotency_events (record_id, scope, operation, idempotency_key, kind) VALUES (${P(1)}, 'tenant:fails', 'capture_payment', ${P(2)}, '${kind}')`,
+        [id, key],
+      );
+    // A service's writes, each its own statement (autocommit): the record, then its events.
+    const reserve = async (key: string) => {
+      await db.sql.query(
+        `INSERT INTO idempotency_records (scope, operation, idempotency_key, payload_hash, status, created_at, updated_at, expires_at)
+         VALUES ('tenant:fails', 'capture_payment', ${P(1)}, ${P(2)}, 'processing', ${now}, ${now}, ${sqlNow("now() + interval '2 days'", "UTC_TIMESTAMP(6) + INTERVAL 2 DAY")})`,
+        [key, "c".repeat(64)],
+      );
+      const [{ id }] = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE scope = 'tenant:fails' AND idempotency_key = ${P(1)}`, [
+        key,
+      ]);
+      await event(BigInt(id), key, "reserved");
+      return BigInt(id);
+    };
+    const fail = (id: bigint, updatedAt = now) =>
+      db.sql.query(`UPDATE idempotency_records SET status = 'failed', response_code = 402, updated_at = ${updatedAt} WHERE id = ${P(1)}`, [id]);
+    const member = async (id: bigint) =>
+      (await db.sql.query<{ f: unknown }>(`SELECT failed AS f FROM record_census_members WHERE record_id = ${P(1)}`, [id])).map(
+        (r) => r.f === true || Number(r.f) === 1,
+      )[0];
+    const refresh = () => db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
+
+    // The `failed` event first: the refresh rolls it up while the record is still processing.
+    const a = await reserve("fails-a");
+    await event(a, "fails-a", "failed");
+    await refresh();
+    expect(await member(a)).toBe(false);
+    await fail(a);
+    await expectExact("failed after its event was rolled up", 21);
+    await refresh();
+    expect(await member(a)).toBe(true);
+    await expectExact("failed after its event, refreshed", 22);
+
+    // The status first, its event later: counted before the event, and by the refresh in between.
+    const b = await reserve("fails-b");
+    await refresh();
+    await fail(b);
+    await expectExact("failed, its event not written yet", 23);
+    await refresh();
+    expect(await member(b)).toBe(true);
+    await event(b, "fails-b", "failed");
+    await expectExact("failed, then its event", 24);
+    await refresh();
+
+    // Failed, then completed on a retry (with its event): out of the failed count at once.
+    await db.sql.query(`UPDATE idempotency_records SET status = 'completed', response_code = 201, updated_at = ${now} WHERE id = ${P(1)}`, [b]);
+    await event(b, "fails-b", "completed");
+    await expectExact("no longer failed", 25);
+    await refresh();
+    expect(await member(b)).toBe(false);
+
+    // Failed with neither an event nor a fresh updated_at: invisible to the refresh; the sweep
+    // finds it, repairs it and reports it.
+    const c = await reserve("fails-c");
+    await refresh();
+    await fail(c, sqlNow("now() - interval '2 hours'", "UTC_TIMESTAMP(6) - INTERVAL 2 HOUR"));
+    expect(await stored(db.sql)).not.toEqual(await expected(db.sql));
+    const [{ n }] = await db.sql.query<{ n: bigint }>(`SELECT count(*) AS n FROM idempotency_records`);
+    for (let i = 0; i <= Number(n) / 200 + 1; i++) await db.withSession((s) => refreshRollups(s, { sweepRecords: 200 }));
+    expect(await member(c)).toBe(true);
+    await expectExact("a failure without an event, after the sweep", 26);
+    const departures = Object.fromEntries(
+      (await db.sql.query<{ kind: string; records: bigint }>(`SELECT kind, records FROM census_departures`)).map((d) => [d.kind, Number(d.records)]),
+    );
+    expect(departures).toEqual({ failed_unseen: 1 });
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  }, 120_000);
+
+  it("the check finds and repairs a failed count that is off, and says by how much", async () => {
+    await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
+    const [rec] = await db.sql.query<{ id: bigint; operation: string; expires_at: Date }>(
+      `SELECT id, operation, expires_at FROM idempotency_records WHERE status = 'completed' ORDER BY id LIMIT 1`,
+    );
+    await db.sql.query(
+      `UPDATE idempotency_records SET status = 'failed', updated_at = ${sqlNow("now() - interval '1 day'", "UTC_TIMESTAMP(6) - INTERVAL 1 DAY")} WHERE id = ${db.dialect.param(1)}`,
+      [rec.id],
+    );
+    const drift = await db.withSession((s) => verifyRecordCensus(s));
+    const hour = new Date(Math.floor(rec.expires_at.getTime() / HOUR) * HOUR);
+    expect(drift).toEqual([expect.objectContaining({ operation: rec.operation, expiresHour: hour, shouldFailed: expect.any(Number) })]);
+    expect([drift[0].should - drift[0].had, drift[0].shouldFailed - drift[0].hadFailed]).toEqual([0, 1]);
+    await expectExact("the failed count repaired", 27);
+    expect(await db.withSession((s) => verifyRecordCensus(s))).toEqual([]);
+  });
+
   it("a repair applies what it read record by record: a refresh between the check's snapshot and its repair is kept", async () => {
     await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
     // Drift in one operation-hour (a record deleted behind the console's back)…
@@ -418,7 +524,7 @@ describe("record census (lib/stats/census.ts)", () => {
       db.withSession(async (s) => {
         await s.exec("BEGIN");
         try {
-          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'tiers', true)`);
+          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'members', true)`);
           await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES (date_trunc('minute', now()), 'x', 'y', 'reserved', 1)`);
         } finally {
           await s.exec("ROLLBACK");
@@ -433,7 +539,7 @@ describe("record census (lib/stats/census.ts)", () => {
     );
     await expect(
       db.withSession(async (s) => {
-        await s.exec("SET @idempotency_console_rollup_writer = 'tiers'");
+        await s.exec("SET @idempotency_console_rollup_writer = 'members'");
         try {
           await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES ('2030-01-01 00:00:00', 'x', 'y', 'reserved', 1)`);
         } finally {
@@ -476,7 +582,7 @@ describe("record census (lib/stats/census.ts)", () => {
     // each row's range chosen at run time), the operations by a loose scan of that index.
     const RANGE_PER_ROW = /Range checked for each record/;
     for (const f of [{}, { operation: "capture_payment" }]) {
-      const plan = await explain(mysqlRecordCensusSql(intervals(now.getTime(), 12).slice(0, 4), f));
+      const plan = await explain(mysqlRecordCensusSql(intervals(now.getTime(), 12).slice(0, 4), { ...f, failed: true }));
       const where = JSON.stringify(plan.map((r) => `${r.table} ${r.type} ${r.key} ${r.Extra}`));
       expect(
         plan.filter((r) => ["e", "r", "m", "ops"].includes(r.table) && ["ALL", "index"].includes(r.type) && !RANGE_PER_ROW.test(r.Extra ?? "")),
@@ -504,11 +610,13 @@ describe("record census (lib/stats/census.ts)", () => {
           where,
         ).toBe(true);
       }
+      // The records that became failed lately: a range of (status, updated_at), not every failed record.
+      expect(
+        plan.some((r) => r.table === "r" && r.type === "range" && r.key === "idempotency_records_status_updated_at_idx"),
+        where,
+      ).toBe(true);
     }
-    for (const q2 of [
-      mysqlStats.statusCountsSql({ operation: "capture_payment" })!,
-      mysqlStats.activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now),
-    ]) {
+    for (const q2 of [mysqlStats.activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now)]) {
       const p2 = await explain(q2);
       expect(
         p2.every((r) => r.key === "idempotency_records_unsettled_status_idx" && /Using index/.test(r.Extra ?? "")),
@@ -519,7 +627,7 @@ describe("record census (lib/stats/census.ts)", () => {
 
   it.skipIf(!usingPostgres)("reads the census and index ranges, never a whole table; small statuses index-only (EXPLAIN on Postgres)", async () => {
     const now = new Date();
-    const q = recordCensusSql(intervals(now.getTime(), 12).slice(0, 4));
+    const q = recordCensusSql(intervals(now.getTime(), 12).slice(0, 4), { failed: true });
     await db.withSession(async (s) => {
       await s.exec("BEGIN");
       try {
@@ -528,12 +636,13 @@ describe("record census (lib/stats/census.ts)", () => {
         expect(plan).not.toMatch(/Seq Scan on idempotency_(records|events)/);
         expect(plan).toMatch(/record_census/);
         expect(plan).toMatch(/idempotency_records_operation_expires_at_idx/);
+        // The records that became failed lately: a range of (status, updated_at), not every failed record.
+        expect(plan).toMatch(
+          /(Bitmap Index|Index|Index Only) Scan (on|using) idempotency_records_status_updated_at_idx[^\n]*\n\s+Index Cond: \(\(status = 'failed'::text\) AND \(updated_at > /,
+        );
         // The small statuses, per operation too, from the partial unsettled-status index alone.
         await s.exec("SET LOCAL enable_bitmapscan = off");
-        for (const q2 of [
-          statusCountsSql({ operation: "capture_payment" }),
-          activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now),
-        ]) {
+        for (const q2 of [activeByOperationSql({ operation: "capture_payment" }, readSideConfig().stuck, now)]) {
           const p2 = (await s.query<{ "QUERY PLAN": string }>(`EXPLAIN ${q2.text}`, q2.values)).map((r) => r["QUERY PLAN"]).join("\n");
           expect(p2).toMatch(/Index Only Scan using idempotency_records_unsettled_status_idx/);
           expect(p2).not.toMatch(/Seq Scan on idempotency_records|Heap Scan on idempotency_records|Index Scan/);

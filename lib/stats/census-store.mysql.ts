@@ -2,6 +2,7 @@ import { MYSQL } from "../db/dialect";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { AppliedChanges, CensusDriftRow, CensusStore, ExpiryInterval } from "./census-store";
+import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { bin, inSlices, RECORDS_STATE, ROWS_PER_INSERT, valuesSql, watermarkSql } from "./rollup-store.mysql";
 
 /**
@@ -20,9 +21,18 @@ const HOUR_MS = 3_600_000;
 export const CENSUS_HOUR_SQL = (column: string) => bin(column, 3600);
 
 /**
+ * The records that became failed lately (ADR 0016; why: census-store.postgres.ts): failed, with
+ * updated_at less than GAP_GRACE before the last refresh batch (rollup_state 'events'). A range of
+ * (status, updated_at): the subquery is constant.
+ */
+const RECENTLY_FAILED_SQL = `SELECT r.id FROM idempotency_records r WHERE r.status = 'failed'
+         AND r.updated_at > (SELECT COALESCE(MAX(s.updated_at) - INTERVAL ${GAP_GRACE_SECONDS} SECOND, CAST('1000-01-01' AS DATETIME(6)))
+                               FROM rollup_state s WHERE s.name = 'events')`;
+
+/**
  * The records touched since the last refresh, as `id`: those of the events above the
  * watermark (a primary-key range: the watermark subquery is constant) and of the gaps
- * (a probe each), and those above the record high-water mark.
+ * (a probe each), those above the record high-water mark, and those that became failed lately.
  */
 export const TOUCHED_SQL = `SELECT e.record_id AS id FROM idempotency_events e
        WHERE e.id > ${watermarkSql("events")} AND e.record_id IS NOT NULL
@@ -30,17 +40,20 @@ export const TOUCHED_SQL = `SELECT e.record_id AS id FROM idempotency_events e
       SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id
        WHERE e.record_id IS NOT NULL
       UNION
-      SELECT r.id FROM idempotency_records r WHERE r.id > ${watermarkSql(RECORDS_STATE)}`;
+      SELECT r.id FROM idempotency_records r WHERE r.id > ${watermarkSql(RECORDS_STATE)}
+      UNION
+      ${RECENTLY_FAILED_SQL}`;
 
 /**
  * For records `ids` (a subquery of id): +1 where each is now, −1 where its member is
- * counted, as rows (operation, expires_at, n). The ids are read once and drive the join
+ * counted, as rows (operation, expires_at, n, f) — f the same for the failed count. The ids are read once and drive the join
  * (a LEFT JOIN keeps them first: MariaDB, expecting many ids — after a bulk load leaves
  * thousands of gaps — would otherwise walk a whole index of the records or the members and
  * probe the ids); each row then becomes its + and − rows through a two-row table.
  */
 const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.operation) AS operation,
-              IF(s.sign = 1, r.expires_at, m.expires_hour) AS expires_at, s.sign AS n
+              IF(s.sign = 1, r.expires_at, m.expires_hour) AS expires_at, s.sign AS n,
+              IF(s.sign = 1, r.status = 'failed', -m.failed) AS f
          FROM (${ids}) t
          LEFT JOIN idempotency_records r ON r.id = t.id
          LEFT JOIN record_census_members m ON m.record_id = t.id
@@ -50,7 +63,9 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
  * Exact record counts per interval of expires_at and per operation, in one statement (InnoDB
  * reads a statement in one snapshot): the census's whole hours + the correction for touched
  * records in those hours + the records in the partial hours at the interval's edges. Rows:
- * { name, operation, n }; operations with none left out. Parameters bind in text order.
+ * { name, operation, n }; operations with none left out. With `failed`, also rows
+ * 'status:failed' (the census's failed counts of every hour + the correction's, which is joined
+ * to the intervals and to this one row). Parameters bind in text order.
  *
  * The shape differs from PostgreSQL's where MariaDB would cost more: MariaDB computes a CTE
  * again at every reference, so the whole hours of every interval are one join of the
@@ -61,7 +76,7 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
  * the outer row; a join with the operation compared as a range does). A range of expires_at
  * alone would read the rows: that index has no operation (EXPLAIN: test/record-census.test.ts).
  */
-export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string } = {}): Statement {
+export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string; failed?: boolean } = {}): Statement {
   const p = new Params(MYSQL);
   const op = f.operation;
   const whole: { name: string; lo: number; hi: number }[] = [];
@@ -88,10 +103,17 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     `SELECT iv.name AS name, c.operation AS operation, c.count AS n FROM iv JOIN record_census c ON ${inIv("c.expires_hour")}${
       op !== undefined ? ` AND c.operation = ${p.add(op)}` : ""
     }`,
-    `SELECT iv.name, k.operation, k.n FROM (
+    `SELECT iv.name, k.operation, IF(iv.failed, k.f, k.n) FROM (
         ${correctionSql(TOUCHED_SQL)}
-      ) k JOIN iv ON ${inIv("k.expires_at")}${op !== undefined ? ` WHERE k.operation = ${p.add(op)}` : ""}`,
+      ) k JOIN (SELECT iv.name, iv.lo, iv.hi, 0 AS failed FROM iv${
+        f.failed ? ` UNION ALL SELECT ${p.add("status:failed")}, NULL, NULL, 1` : ""
+      }) iv ON ${inIv("k.expires_at")}${op !== undefined ? ` WHERE k.operation = ${p.add(op)}` : ""}`,
   ];
+  if (f.failed) {
+    branches.push(
+      `SELECT ${p.add("status:failed")}, c.operation, c.failed FROM record_census c WHERE c.failed > 0${op !== undefined ? ` AND c.operation = ${p.add(op)}` : ""}`,
+    );
+  }
   const edges = partial.filter((e) => e.lo < e.hi);
   if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a partial hour has an open end");
   if (op !== undefined) {
@@ -125,12 +147,25 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
   return { text, values: p.values };
 }
 
-/** The records a refresh batch looks at: of the events in (?, ?] and of the gaps, and the records in (?, ?]. */
-const REFRESHED_IDS_SQL = `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > ? AND e.id <= ? AND e.record_id IS NOT NULL
+/**
+ * The records a refresh batch looks at: of the events in (?, ?] and of the gaps, the records in
+ * (?, ?], and with `recentlyFailed` (a refresh's last batch, which moves the time they are read
+ * from) those that became failed lately.
+ */
+const refreshedIdsSql = (
+  recentlyFailed: boolean,
+) => `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > ? AND e.id <= ? AND e.record_id IS NOT NULL
          UNION
          SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL
          UNION
-         SELECT r.id FROM idempotency_records r WHERE r.id > ? AND r.id <= ?`;
+         SELECT r.id FROM idempotency_records r WHERE r.id > ? AND r.id <= ?
+${
+  recentlyFailed
+    ? `
+         UNION
+         ${RECENTLY_FAILED_SQL}`
+    : ""
+}`;
 
 /**
  * The sweep's slice: the record ids in [?, ?), and the members in the same id range
@@ -149,38 +184,53 @@ const JSON_IDS_SQL = `SELECT j.id FROM JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT P
 /** What the census saw writers do outside the protocol, newest first (the overview). */
 export const DEPARTURES_SQL = `SELECT kind, records, first_seen_at AS "firstSeenAt", last_seen_at AS "lastSeenAt" FROM census_departures WHERE records > 0 ORDER BY last_seen_at DESC`;
 
-/** Per operation-hour: the census plus the correction for touched records vs a plain count over the records. */
-const CENSUS_DRIFT_SQL = `SELECT x.operation, x.expires_hour, CAST(SUM(x.had) AS SIGNED) AS had, CAST(SUM(x.should) AS SIGNED) AS should FROM (
-    SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, 0 AS had, COUNT(*) AS should FROM idempotency_records r GROUP BY r.operation, expires_hour
+/** Per operation-hour: the census plus the correction for touched records vs a plain count over the records (all, and failed). */
+const CENSUS_DRIFT_SQL = `SELECT x.operation, x.expires_hour, CAST(SUM(x.had) AS SIGNED) AS had, CAST(SUM(x.should) AS SIGNED) AS should,
+         CAST(SUM(x.had_failed) AS SIGNED) AS had_failed, CAST(SUM(x.should_failed) AS SIGNED) AS should_failed FROM (
+    SELECT r.operation, ${CENSUS_HOUR_SQL("r.expires_at")} AS expires_hour, 0 AS had, COUNT(*) AS should, 0 AS had_failed, SUM(r.status = 'failed') AS should_failed
+      FROM idempotency_records r GROUP BY r.operation, expires_hour
     UNION ALL
-    SELECT c.operation, c.expires_hour, c.count, 0 FROM record_census c
+    SELECT c.operation, c.expires_hour, c.count, 0, c.failed, 0 FROM record_census c
     UNION ALL
-    SELECT k.operation, ${CENSUS_HOUR_SQL("k.expires_at")}, k.n, 0 FROM (${correctionSql(TOUCHED_SQL)}) k
-  ) x GROUP BY x.operation, x.expires_hour HAVING SUM(x.had) <> SUM(x.should)
+    SELECT k.operation, ${CENSUS_HOUR_SQL("k.expires_at")}, k.n, 0, k.f, 0 FROM (${correctionSql(TOUCHED_SQL)}) k
+  ) x GROUP BY x.operation, x.expires_hour HAVING SUM(x.had) <> SUM(x.should) OR SUM(x.had_failed) <> SUM(x.should_failed)
   ORDER BY x.operation, x.expires_hour`;
 
-/** The records whose member differs from them (not counted, gone, moved), touched ones excepted: what a repair applies. */
+/** The records whose member differs from them (not counted, gone, moved, failed or not), touched ones excepted: what a repair applies. */
 const MEMBER_DRIFT_SQL = `SELECT d.id FROM (
     SELECT r.id FROM idempotency_records r LEFT JOIN record_census_members m ON m.record_id = r.id
      WHERE m.record_id IS NULL OR r.operation <> m.operation OR ${CENSUS_HOUR_SQL("r.expires_at")} <> m.expires_hour
+        OR (r.status = 'failed') <> m.failed
     UNION ALL
     SELECT m.record_id FROM record_census_members m LEFT JOIN idempotency_records r ON r.id = m.record_id WHERE r.id IS NULL
   ) d WHERE d.id NOT IN (SELECT t.id FROM (${TOUCHED_SQL}) t WHERE t.id IS NOT NULL)`;
 
 /** The census against the members, per operation-hour (a census row edited by hand). */
-const AGGREGATE_DRIFT_SQL = `SELECT x.operation, x.expires_hour, CAST(SUM(x.had) AS SIGNED) AS had, CAST(SUM(x.should) AS SIGNED) AS should FROM (
-    SELECT m.operation, m.expires_hour, 0 AS had, COUNT(*) AS should FROM record_census_members m GROUP BY m.operation, m.expires_hour
+const AGGREGATE_DRIFT_SQL = `SELECT x.operation, x.expires_hour, CAST(SUM(x.had) AS SIGNED) AS had, CAST(SUM(x.should) AS SIGNED) AS should,
+         CAST(SUM(x.had_failed) AS SIGNED) AS had_failed, CAST(SUM(x.should_failed) AS SIGNED) AS should_failed FROM (
+    SELECT m.operation, m.expires_hour, 0 AS had, COUNT(*) AS should, 0 AS had_failed, SUM(m.failed) AS should_failed
+      FROM record_census_members m GROUP BY m.operation, m.expires_hour
     UNION ALL
-    SELECT c.operation, c.expires_hour, c.count, 0 FROM record_census c
-  ) x GROUP BY x.operation, x.expires_hour HAVING SUM(x.had) <> SUM(x.should)`;
+    SELECT c.operation, c.expires_hour, c.count, 0, c.failed, 0 FROM record_census c
+  ) x GROUP BY x.operation, x.expires_hour HAVING SUM(x.had) <> SUM(x.should) OR SUM(x.had_failed) <> SUM(x.should_failed)`;
 
-/** How a touched record differs from its member (c… where it is now, m… where it is counted; null: none). */
+/** How a touched record differs from its member (c… where it is now, m… where it is counted; null: none; f: failed, 0 or 1). */
 interface ChangedRow {
   id: bigint;
   cop: string | null;
   ch: Date | null;
+  cf: number | bigint | null;
   mop: string | null;
   mh: Date | null;
+  mf: number | bigint | null;
+}
+
+/** A census row's change (or, read back, its value): all records and the failed ones. */
+interface CensusDelta {
+  operation: string;
+  hour: Date;
+  n: bigint;
+  f: bigint;
 }
 
 /** Record ids a census statement names at most (a purge batch is up to 50,000; MySQL takes 65,535 parameters). */
@@ -190,27 +240,28 @@ const hourKey = (operation: string, hour: Date) => JSON.stringify([operation, ho
 
 export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
   /** The census rows of `keys` (operation, hour), read by primary key under the writers' lock. */
-  async function censusRows(keys: readonly { operation: string; hour: Date }[]): Promise<Map<string, bigint>> {
-    const out = new Map<string, bigint>();
+  async function censusRows(keys: readonly { operation: string; hour: Date }[]): Promise<Map<string, { n: bigint; f: bigint }>> {
+    const out = new Map<string, { n: bigint; f: bigint }>();
     for (let i = 0; i < keys.length; i += 5000) {
       const slice = keys.slice(i, i + 5000).map((k) => ({ o: k.operation, h: k.hour.toISOString().replace("T", " ").replace("Z", "") }));
-      const rows = await ex.query<{ operation: string; expires_hour: Date; count: bigint }>(
-        `SELECT STRAIGHT_JOIN c.operation, c.expires_hour, c.count
+      const rows = await ex.query<{ operation: string; expires_hour: Date; count: bigint; failed: bigint }>(
+        `SELECT STRAIGHT_JOIN c.operation, c.expires_hour, c.count, c.failed
            FROM JSON_TABLE(?, '$[*]' COLUMNS (o VARCHAR(255) PATH '$.o', h DATETIME(6) PATH '$.h')) d
            JOIN record_census c ON c.operation = d.o AND c.expires_hour = d.h`,
         [JSON.stringify(slice)],
       );
-      for (const r of rows) out.set(hourKey(r.operation, r.expires_hour), BigInt(r.count));
+      for (const r of rows) out.set(hourKey(r.operation, r.expires_hour), { n: BigInt(r.count), f: BigInt(r.failed) });
     }
     return out;
   }
 
-  /** Sets census rows to `counts` (absolute values), making the missing ones. */
-  async function putCensus(counts: readonly (readonly [string, Date, bigint])[]) {
+  /** Sets census rows to `counts` (absolute values: operation, hour, count, failed), making the missing ones. */
+  async function putCensus(counts: readonly (readonly [string, Date, bigint, bigint])[]) {
     await inSlices(counts, ROWS_PER_INSERT, (slice) => {
       const p = new Params(MYSQL);
       return ex.query(
-        `INSERT INTO record_census (operation, expires_hour, count) VALUES ${valuesSql(p, slice)} ON DUPLICATE KEY UPDATE count = VALUES(count)`,
+        `INSERT INTO record_census (operation, expires_hour, count, failed) VALUES ${valuesSql(p, slice)}
+         ON DUPLICATE KEY UPDATE count = VALUES(count), failed = VALUES(failed)`,
         p.values,
       );
     });
@@ -221,14 +272,15 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
    * says so for its delta (PostgreSQL's statements: an apply makes rows for positive deltas only,
    * a correction for any, at max(delta, 0)).
    */
-  async function moveCensus(delta: Map<string, { operation: string; hour: Date; n: bigint }>, makeMissing: (n: bigint) => boolean) {
+  async function moveCensus(delta: Map<string, CensusDelta>, makeMissing: (n: bigint, f: bigint) => boolean) {
     const keys = [...delta.values()].map((d) => ({ operation: d.operation, hour: d.hour }));
     const have = await censusRows(keys);
-    const put: [string, Date, bigint][] = [];
+    const atLeast0 = (n: bigint) => (n > 0n ? n : 0n);
+    const put: [string, Date, bigint, bigint][] = [];
     for (const [key, d] of delta) {
       const c = have.get(key);
-      if (c !== undefined) put.push([d.operation, d.hour, c + d.n > 0n ? c + d.n : 0n]);
-      else if (makeMissing(d.n)) put.push([d.operation, d.hour, d.n > 0n ? d.n : 0n]);
+      if (c !== undefined) put.push([d.operation, d.hour, atLeast0(c.n + d.n), atLeast0(c.f + d.f)]);
+      else if (makeMissing(d.n, d.f)) put.push([d.operation, d.hour, atLeast0(d.n), atLeast0(d.f)]);
     }
     await putCensus(put);
   }
@@ -240,43 +292,49 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
    */
   async function apply(ids: string, values: unknown[]): Promise<AppliedChanges> {
     const changed = await ex.query<ChangedRow>(
-      `SELECT t.id, r.operation AS cop, ${CENSUS_HOUR_SQL("r.expires_at")} AS ch, m.operation AS mop, m.expires_hour AS mh
+      `SELECT t.id, r.operation AS cop, ${CENSUS_HOUR_SQL("r.expires_at")} AS ch, r.status = 'failed' AS cf,
+              m.operation AS mop, m.expires_hour AS mh, m.failed AS mf
          FROM (${ids}) t
          LEFT JOIN idempotency_records r ON r.id = t.id
          LEFT JOIN record_census_members m ON m.record_id = t.id
         WHERE (r.id IS NOT NULL OR m.record_id IS NOT NULL)
-          AND (r.id IS NULL OR m.record_id IS NULL OR r.operation <> m.operation OR ${CENSUS_HOUR_SQL("r.expires_at")} <> m.expires_hour)`,
+          AND (r.id IS NULL OR m.record_id IS NULL OR r.operation <> m.operation OR ${CENSUS_HOUR_SQL("r.expires_at")} <> m.expires_hour
+               OR (r.status = 'failed') <> m.failed)`,
       values,
     );
-    const delta = new Map<string, { operation: string; hour: Date; n: bigint }>();
-    const add = (operation: string, hour: Date, n: bigint) => {
+    const delta = new Map<string, CensusDelta>();
+    const add = (operation: string, hour: Date, n: bigint, f: bigint) => {
       const key = hourKey(operation, hour);
       const d = delta.get(key);
-      if (d) d.n += n;
-      else delta.set(key, { operation, hour, n });
+      if (d) {
+        d.n += n;
+        d.f += f;
+      } else delta.set(key, { operation, hour, n, f });
     };
+    const failed = (v: number | bigint | null) => Number(v) === 1;
     for (const c of changed) {
-      if (c.cop !== null) add(c.cop, c.ch!, 1n);
-      if (c.mop !== null) add(c.mop, c.mh!, -1n);
+      if (c.cop !== null) add(c.cop, c.ch!, 1n, failed(c.cf) ? 1n : 0n);
+      if (c.mop !== null) add(c.mop, c.mh!, -1n, failed(c.mf) ? -1n : 0n);
     }
-    for (const [key, d] of delta) if (d.n === 0n) delta.delete(key);
+    for (const [key, d] of delta) if (d.n === 0n && d.f === 0n) delta.delete(key);
     await moveCensus(delta, (n) => n > 0n);
     const put = changed.filter((c) => c.cop !== null);
     await inSlices(put, ROWS_PER_INSERT, (slice) => {
       const p = new Params(MYSQL);
       return ex.query(
-        `INSERT INTO record_census_members (record_id, operation, expires_hour) VALUES ${valuesSql(
+        `INSERT INTO record_census_members (record_id, operation, expires_hour, failed) VALUES ${valuesSql(
           p,
-          slice.map((c) => [c.id, c.cop, c.ch]),
-        )} ON DUPLICATE KEY UPDATE operation = VALUES(operation), expires_hour = VALUES(expires_hour)`,
+          slice.map((c) => [c.id, c.cop, c.ch, failed(c.cf)]),
+        )} ON DUPLICATE KEY UPDATE operation = VALUES(operation), expires_hour = VALUES(expires_hour), failed = VALUES(failed)`,
         p.values,
       );
     });
     await deleteMembers(changed.filter((c) => c.cop === null).map((c) => c.id));
     return {
       added: changed.filter((c) => c.mop === null).length,
-      moved: changed.filter((c) => c.mop !== null && c.cop !== null).length,
+      moved: changed.filter((c) => c.mop !== null && c.cop !== null && (c.cop !== c.mop || c.ch!.getTime() !== c.mh!.getTime())).length,
       gone: changed.filter((c) => c.cop === null).length,
+      failedChanged: changed.filter((c) => c.mop !== null && c.cop !== null && failed(c.cf) !== failed(c.mf)).length,
     };
   }
 
@@ -293,7 +351,7 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
       return ex.query<{ name: string; operation: string; n: bigint }>(q.text, q.values);
     },
 
-    applyTouched: (events, records) => apply(REFRESHED_IDS_SQL, [events.from, events.upTo, records.from, records.upTo]),
+    applyTouched: (events, records, recentlyFailed) => apply(refreshedIdsSql(recentlyFailed), [events.from, events.upTo, records.from, records.upTo]),
     async sweepSlice(from, limit) {
       const [slice] = await ex.query<{ last: bigint | null; n: bigint }>(
         `SELECT MAX(s.id) AS last, COUNT(*) AS n FROM (SELECT id FROM idempotency_records WHERE id >= ? ORDER BY id LIMIT ?) s`,
@@ -303,13 +361,14 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
     },
     applySwept: (from, end) => apply(SWEEP_IDS_SQL, [from, end, from, end]),
     async applyRecords(ids) {
-      const changes = { added: 0, moved: 0, gone: 0 };
+      const changes = { added: 0, moved: 0, gone: 0, failedChanged: 0 };
       const unique = [...new Set(ids.map(String))];
       for (let i = 0; i < unique.length; i += 50_000) {
         const c = await apply(JSON_IDS_SQL, [`[${unique.slice(i, i + 50_000).join(",")}]`]);
         changes.added += c.added;
         changes.moved += c.moved;
         changes.gone += c.gone;
+        changes.failedChanged += c.failedChanged;
       }
       return changes;
     },
@@ -327,8 +386,9 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
     memberDrift: async () => (await ex.query<{ id: bigint }>(MEMBER_DRIFT_SQL)).map((r) => BigInt(r.id)),
     aggregateDrift: () => ex.query<CensusDriftRow>(AGGREGATE_DRIFT_SQL),
     async correctAggregates(drift) {
-      const delta = new Map<string, { operation: string; hour: Date; n: bigint }>();
-      for (const d of drift) delta.set(hourKey(d.operation, d.expiresHour), { operation: d.operation, hour: d.expiresHour, n: BigInt(d.delta) });
+      const delta = new Map<string, CensusDelta>();
+      for (const d of drift)
+        delta.set(hourKey(d.operation, d.expiresHour), { operation: d.operation, hour: d.expiresHour, n: BigInt(d.delta), f: BigInt(d.failedDelta) });
       await moveCensus(delta, () => true);
     },
     async rewrite() {
@@ -336,17 +396,17 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
       // Every record visible in the writer's snapshot, by primary key in slices (a plain read:
       // INSERT … SELECT would read the latest rows and lock the services' table).
       for (let after = -1n; ;) {
-        const rows = await ex.query<{ id: bigint; operation: string; h: Date }>(
-          `SELECT id, operation, ${CENSUS_HOUR_SQL("expires_at")} AS h FROM idempotency_records WHERE id > ? ORDER BY id LIMIT 5000`,
+        const rows = await ex.query<{ id: bigint; operation: string; h: Date; f: number | bigint }>(
+          `SELECT id, operation, ${CENSUS_HOUR_SQL("expires_at")} AS h, status = 'failed' AS f FROM idempotency_records WHERE id > ? ORDER BY id LIMIT 5000`,
           [after],
         );
         if (!rows.length) break;
         await inSlices(rows, ROWS_PER_INSERT, (slice) => {
           const p = new Params(MYSQL);
           return ex.query(
-            `INSERT INTO record_census_members (record_id, operation, expires_hour) VALUES ${valuesSql(
+            `INSERT INTO record_census_members (record_id, operation, expires_hour, failed) VALUES ${valuesSql(
               p,
-              slice.map((r) => [r.id, r.operation, r.h]),
+              slice.map((r) => [r.id, r.operation, r.h, Number(r.f) === 1]),
             )}`,
             p.values,
           );
@@ -355,8 +415,8 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
       }
       // The console's own tables from here on.
       await ex.exec(
-        `INSERT INTO record_census (operation, expires_hour, count)
-           SELECT operation, expires_hour, COUNT(*) FROM record_census_members GROUP BY operation, expires_hour;
+        `INSERT INTO record_census (operation, expires_hour, count, failed)
+           SELECT operation, expires_hour, COUNT(*), SUM(failed) FROM record_census_members GROUP BY operation, expires_hour;
          INSERT INTO rollup_state (name, watermark) SELECT '${RECORDS_STATE}', COALESCE(MAX(record_id), 0) FROM record_census_members
            ON DUPLICATE KEY UPDATE watermark = VALUES(watermark), updated_at = UTC_TIMESTAMP(6);`,
       );
@@ -370,10 +430,10 @@ export function mysqlCensusStore(ex: SqlExecutor): CensusStore {
         const p = new Params(MYSQL);
         await ex.query(
           `UPDATE record_census c
-             JOIN (SELECT operation, expires_hour, COUNT(*) AS n FROM record_census_members
+             JOIN (SELECT operation, expires_hour, COUNT(*) AS n, SUM(failed) AS f FROM record_census_members
                     WHERE record_id IN (${p.list(slice)}) GROUP BY operation, expires_hour) g
                ON c.operation = g.operation AND c.expires_hour = g.expires_hour
-              SET c.count = GREATEST(c.count - g.n, 0)`,
+              SET c.count = GREATEST(c.count - g.n, 0), c.failed = GREATEST(c.failed - g.f, 0)`,
           p.values,
         );
         await deleteMembers(slice.map(BigInt));

@@ -19,14 +19,18 @@ export interface AppliedChanges {
   moved: number;
   /** Counted records that are gone. */
   gone: number;
+  /** Counted records, where they were, that became failed or stopped being failed. */
+  failedChanged: number;
 }
 
-/** An operation-hour where what was counted (`had`) and what should be (`should`) differ. */
+/** An operation-hour where what was counted (`had`, `had_failed`) and what should be (`should`, `should_failed`) differ. */
 export interface CensusDriftRow {
   operation: string;
   expires_hour: Date;
   had: bigint | null;
   should: bigint | null;
+  had_failed: bigint | null;
+  should_failed: bigint | null;
 }
 
 export interface DepartureRow {
@@ -46,15 +50,17 @@ export interface CensusStore {
    * Exact record counts per interval of expires_at and per operation, in one statement (one
    * snapshot): the census's whole hours, corrected for the records touched since the last
    * refresh, plus the records of the partial hours at the edges. Operations with none left out.
+   * With `failed`, also the failed records of every hour per operation (rows named 'status:failed').
    */
-  countByExpiry(intervals: readonly ExpiryInterval[], f: { operation?: string }): Promise<{ name: string; operation: string; n: bigint }[]>;
+  countByExpiry(intervals: readonly ExpiryInterval[], f: { operation?: string; failed?: boolean }): Promise<{ name: string; operation: string; n: bigint }[]>;
 
   /**
    * Makes the members (and the census with them) equal to the records a refresh batch looks
-   * at: those of the events in (events.from, events.upTo] and of the gaps now visible, and the
-   * records in (records.from, records.upTo]. Returns what changed.
+   * at: those of the events in (events.from, events.upTo] and of the gaps now visible, the
+   * records in (records.from, records.upTo], and with `recentlyFailed` (a refresh's last batch)
+   * the records that became failed since the last refresh, less GAP_GRACE. Returns what changed.
    */
-  applyTouched(events: { from: bigint; upTo: bigint }, records: { from: bigint; upTo: bigint }): Promise<AppliedChanges>;
+  applyTouched(events: { from: bigint; upTo: bigint }, records: { from: bigint; upTo: bigint }, recentlyFailed: boolean): Promise<AppliedChanges>;
   /** The sweep's next slice: the last of up to `limit` record ids from `from` on, and how many there are. */
   sweepSlice(from: bigint, limit: number): Promise<{ last: bigint | null; n: bigint }>;
   /** The same for the records and members with ids in [from, end), except the ones a refresh is about to apply. */
@@ -70,12 +76,12 @@ export interface CensusStore {
   memberDrift(): Promise<bigint[]>;
   /** The census against the members, per operation-hour (a census row edited by hand). */
   aggregateDrift(): Promise<CensusDriftRow[]>;
-  /** Moves census rows by `delta` (never below 0), making the missing ones. */
-  correctAggregates(drift: readonly { operation: string; expiresHour: Date; delta: number }[]): Promise<void>;
+  /** Moves census rows by `delta` and `failedDelta` (never below 0), making the missing ones. */
+  correctAggregates(drift: readonly { operation: string; expiresHour: Date; delta: number; failedDelta: number }[]): Promise<void>;
   /** Counts every record visible now from scratch: members, census, and the record mark at the highest member. */
   rewrite(): Promise<void>;
 
-  /** Takes records the purge just deleted out: their members, and one each off the hours they were counted under. */
+  /** Takes records the purge just deleted out: their members, and one each off the hours they were counted under (and off their failed counts). */
   takeOutPurged(ids: readonly bigint[]): Promise<void>;
 }
 

@@ -5,31 +5,34 @@ import { rollupStore } from "./rollup-store";
 export type { AppliedChanges, ExpiryInterval };
 
 /**
- * The record census: how many records there are per operation and expiry hour
- * (record_census), kept by the rollup refresher and the purge — no trigger on the
- * services' tables (ADR 0007, ADR 0008). Its statements: census-store.ts (the interface),
- * census-store.postgres.ts and census-store.mysql.ts.
+ * The record census: how many records there are per operation and expiry hour, and how
+ * many of them are failed (record_census), kept by the rollup refresher and the purge — no
+ * trigger on the services' tables (ADR 0007, 0008, 0016). Its statements: census-store.ts
+ * (the interface), census-store.postgres.ts and census-store.mysql.ts.
  *
  * Each counted record is a member (record_census_members: record id → the operation and
- * expiry hour it is counted under), and record_census is the members counted per
- * (operation, hour): the two change together, in the same statements, under the
- * refresher's lock. Knowing where each record is counted is what lets the console follow
+ * expiry hour it is counted under, and whether it is failed), and record_census is the
+ * members counted per (operation, hour): the two change together, in the same statements,
+ * under the refresher's lock. Knowing where each record is counted is what lets the console follow
  * writers that do not keep to the letter of the protocol:
  *
  * - The records a refresh looks at ("touched"): the records of the events it rolls up
- *   (any kind, late commits included through the gaps) and the records above the record
+ *   (any kind, late commits included through the gaps), the records above the record
  *   high-water mark (rollup_state 'records'; new records, found by primary key whether
- *   or not they have a `reserved` event). For each, the store's apply makes the member
- *   equal to the record as it is now: new → counted; expires_at moved (sliding expiry on a
- *   replay, a fix by hand followed by an event) → moved to its new hour; gone (deleted
- *   outside the console) → taken out. Cost: primary-key probes per new event and new
- *   record — never a pass over the table.
+ *   or not they have a `reserved` event), and the records that became failed lately (failed,
+ *   updated_at within GAP_GRACE of the last refresh: a failure whose event commits apart from
+ *   its status, in either order, is counted at every moment). For each, the store's apply
+ *   makes the member equal to the record as it is now: new → counted; expires_at moved
+ *   (sliding expiry on a replay, a fix by hand followed by an event) → moved to its new hour;
+ *   failed or no longer failed → so counted; gone (deleted outside the console) → taken out.
+ *   Cost: primary-key probes per new event, new record and recent failure — never a pass
+ *   over the table.
  * - Readers (countByExpiry) add the same correction for the records touched since the
  *   last refresh — +1 where the record is now, −1 where its member is — so every count is
  *   exact at any moment, in one statement, and agrees with a plain count over the records
  *   (the Expiry screen) for everything that comes with an event or a new record.
- * - What comes with neither (a DELETE or an UPDATE of expires_at by hand and no event
- *   after it) is found by the sweep — every refresh re-checks the next CENSUS_SWEEP_RECORDS
+ * - What comes with none of those (a DELETE or an UPDATE of expires_at by hand and no event
+ *   after it, a status set to failed without an event or updated_at) is found by the sweep — every refresh re-checks the next CENSUS_SWEEP_RECORDS
  *   records by primary key, round the table — and by verifyRecordCensus (O(records), daily
  *   or on demand). What it finds is repaired record by record and reported as a departure.
  * - Departures from the protocol that the refresh, the sweep or the check saw are kept in
@@ -52,6 +55,7 @@ export const DEPARTURE_KINDS = {
   expires_moved: "expires_at (or the operation) changed after the record was counted",
   deleted_outside: "deleted by something other than the console's purge",
   found_uncounted: "found by the sweep or the check without any event or new-record sighting (committed late, inserted by hand)",
+  failed_unseen: "became failed, or stopped being failed, without an event or an updated_at the refresh could see",
 } as const;
 export type DepartureKind = keyof typeof DEPARTURE_KINDS;
 
@@ -61,8 +65,15 @@ export interface CensusCount {
   count: number;
 }
 
-/** Exact record counts per interval of expires_at and per operation, in one statement (one snapshot). */
-export async function countRecordsByExpiry(session: SqlExecutor, intervals: readonly ExpiryInterval[], f: { operation?: string } = {}): Promise<CensusCount[]> {
+/**
+ * Exact record counts per interval of expires_at and per operation, in one statement (one
+ * snapshot); with `failed`, the failed records per operation too (name 'status:failed').
+ */
+export async function countRecordsByExpiry(
+  session: SqlExecutor,
+  intervals: readonly ExpiryInterval[],
+  f: { operation?: string; failed?: boolean } = {},
+): Promise<CensusCount[]> {
   const rows = await censusStore(session).countByExpiry(intervals, f);
   return rows.map((r) => ({ name: r.name, operation: r.operation, count: Number(r.n) }));
 }
@@ -113,16 +124,26 @@ export async function asCensusWriter<T>(tx: SqlExecutor, fn: () => Promise<T>): 
 export interface CensusDrift {
   operation: string;
   expiresHour: Date;
-  /** What the census (with the correction for touched records) said, and what the records say. */
+  /** What the census (with the correction for touched records) said, and what the records say: all records, and the failed ones. */
   had: number;
   should: number;
+  hadFailed: number;
+  shouldFailed: number;
 }
 
-/** How many records a drift is off by, in all (the sum of the absolute differences). */
-export const driftRecords = (drift: readonly CensusDrift[]) => drift.reduce((n, d) => n + Math.abs(d.should - d.had), 0);
+/** How many records a drift is off by, in all (the sum of the absolute differences, of all records and of the failed ones). */
+export const driftRecords = (drift: readonly CensusDrift[]) =>
+  drift.reduce((n, d) => n + Math.abs(d.should - d.had) + Math.abs(d.shouldFailed - d.hadFailed), 0);
 
 const driftRows = (rows: CensusDriftRow[]): CensusDrift[] =>
-  rows.map((r) => ({ operation: r.operation, expiresHour: r.expires_hour, had: Number(r.had ?? 0), should: Number(r.should ?? 0) }));
+  rows.map((r) => ({
+    operation: r.operation,
+    expiresHour: r.expires_hour,
+    had: Number(r.had ?? 0),
+    should: Number(r.should ?? 0),
+    hadFailed: Number(r.had_failed ?? 0),
+    shouldFailed: Number(r.should_failed ?? 0),
+  }));
 
 export interface CensusCheckResult {
   /** What the overview would have been off by, per operation-hour. */
@@ -152,7 +173,9 @@ export async function readCensusDrift(session: SqlExecutor): Promise<CensusCheck
  */
 export async function applyAggregateDrift(session: SqlExecutor, drift: readonly CensusDrift[]): Promise<void> {
   if (!drift.length) return;
-  await censusStore(session).correctAggregates(drift.map((d) => ({ operation: d.operation, expiresHour: d.expiresHour, delta: d.should - d.had })));
+  await censusStore(session).correctAggregates(
+    drift.map((d) => ({ operation: d.operation, expiresHour: d.expiresHour, delta: d.should - d.had, failedDelta: d.shouldFailed - d.hadFailed })),
+  );
 }
 
 /**

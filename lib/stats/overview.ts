@@ -22,10 +22,9 @@ import { isoTime, optional, resolveRange } from "../kernel/input";
  *   kept from the rollups' watermark, + the partial hours at the edges + the records not
  *   counted yet), so they read a few thousand rows whatever the table size; with a scope,
  *   one pass over the scope's rows;
- * - records by status: processing and pending from the ranges below, failed an index-only
- *   range of the partial index (status, operation, updated_at) WHERE status <> 'completed'
- *   (with a scope: the scope pass above); completed = all − those three (status is
- *   CHECK-constrained);
+ * - records by status: processing and pending from the ranges below, failed from the census
+ *   too (its failed count per operation and hour, ADR 0016; with a scope: the scope pass
+ *   above); completed = all − those three (status is CHECK-constrained);
  * - processing/pending by operation (stuck = processing and unchanged for longer than its
  *   operation's STUCK_THRESHOLDS, oldest pending, pending age distribution): ranges of the
  *   same index;
@@ -319,9 +318,9 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
 
   const data = await inSnapshot(session, opts.snapshot ?? true, () => statsStore(session).overview(reads));
 
-  const totalOf = (name: string) => [...data.totals, ...data.status].reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
+  const totalOf = (name: string) => data.totals.reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
   // Processing and pending from the active statement (per operation, every filter), failed from
-  // the status count or the scope's pass: each unsettled record read once (scope-counts.ts).
+  // the census or the scope's pass: each unsettled record read once (scope-counts.ts).
   const activeOf = (field: "processing" | "pending") => data.active.reduce((s, a) => s + Number(a[field]), 0);
   const processing = activeOf("processing");
   const pending = activeOf("pending");

@@ -39,8 +39,8 @@ const SWEEP_STATE = "census_sweep";
 /** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
 const CENSUS_VERIFIED = "census_verified";
 
-/** The session variable the guard triggers on the rollups and the census check (migration 20261202000000_console_tables). */
-export const WRITER_FLAG = "SET @idempotency_console_rollup_writer = 'members'";
+/** The session variable the guard triggers on the rollups and the census check ('failed' since migration 20261206000000_census_failed). */
+export const WRITER_FLAG = "SET @idempotency_console_rollup_writer = 'failed'";
 export const WRITER_FLAG_OFF = "SET @idempotency_console_rollup_writer = NULL";
 
 const EPOCH = `TIMESTAMP '1970-01-01 00:00:00'`;
@@ -259,8 +259,9 @@ export function mysqlRollupStore(ex: SqlExecutor): RollupStore {
     async forgetGapsOlderThan(seconds) {
       await ex.query(`DELETE FROM rollup_gaps WHERE seen_at < UTC_TIMESTAMP(6) - INTERVAL ? SECOND`, [seconds]);
     },
-    async setRefreshMarks(marks) {
-      await setWatermark(STATE, marks.events);
+    async setRefreshMarks(marks, refreshed) {
+      if (refreshed) await setWatermark(STATE, marks.events);
+      else await ex.query(`UPDATE rollup_state SET watermark = ? WHERE name = ?`, [marks.events, STATE]);
       await setWatermark(RECORDS_STATE, marks.records);
     },
     async gapsOpen() {

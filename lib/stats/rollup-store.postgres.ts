@@ -15,9 +15,9 @@ const CENSUS_VERIFIED = "census_verified";
 
 /**
  * Set for its transaction by the only writers of the rollup tables and the record census
- * (checked by their guard trigger, migration 20261201010000_census_members).
+ * (checked by their guard trigger; the flag changes when what they keep does: 'failed' since migration 20261206000000_census_failed).
  */
-export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'members', true)`;
+export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'failed', true)`;
 
 const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`;
 
@@ -171,8 +171,9 @@ export function postgresRollupStore(ex: SqlExecutor): RollupStore {
     async forgetGapsOlderThan(seconds) {
       await ex.query(`DELETE FROM rollup_gaps WHERE seen_at < now() - make_interval(secs => $1)`, [seconds]);
     },
-    async setRefreshMarks(marks) {
-      await setWatermark(STATE, marks.events);
+    async setRefreshMarks(marks, refreshed) {
+      if (refreshed) await setWatermark(STATE, marks.events);
+      else await ex.query(`UPDATE rollup_state SET watermark = $2 WHERE name = $1`, [STATE, marks.events]);
       await setWatermark(RECORDS_STATE, marks.records);
     },
     async gapsOpen() {

@@ -4,6 +4,13 @@ import type { CountPlan } from "./count-plan";
 import { mysqlRollupStore } from "./rollup-store.mysql";
 import { postgresRollupStore } from "./rollup-store.postgres";
 
+/**
+ * How long an id missing below the watermark is waited for before it is taken as rolled back
+ * (a writer's transaction may commit that much after its INSERT), and how far back the census
+ * looks for records that became failed by their updated_at (census.ts).
+ */
+export const GAP_GRACE_SECONDS = 15 * 60;
+
 /** How far the refresh has looked: every event id and every record id at or below its mark. */
 export interface RefreshMarks {
   events: bigint;
@@ -66,7 +73,12 @@ export interface RollupStore {
   noteGaps(from: bigint, upTo: bigint): Promise<void>;
   /** Forgets the gaps older than `seconds` (taken as rolled back). */
   forgetGapsOlderThan(seconds: number): Promise<void>;
-  setRefreshMarks(marks: RefreshMarks): Promise<void>;
+  /**
+   * Moves the marks. `refreshed`: this batch ends a refresh — the events row's updated_at (when
+   * the rollups were last refreshed) becomes now; it also bounds the census's recently failed
+   * records (census-store.*.ts RECENTLY_FAILED_SQL), which only a refresh's last batch applies.
+   */
+  setRefreshMarks(marks: RefreshMarks, refreshed: boolean): Promise<void>;
   gapsOpen(): Promise<number>;
 
   /** Where the census sweep goes on (the next record id to re-check; its row made at 0 the first time). */

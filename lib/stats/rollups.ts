@@ -11,7 +11,7 @@ import {
 } from "./census";
 import { censusStore } from "./census-store";
 import { COARSE_GRAINS, countPlan, type EventCountFilter } from "./count-plan";
-import { rollupStore } from "./rollup-store";
+import { GAP_GRACE_SECONDS, rollupStore } from "./rollup-store";
 
 export { COARSE_GRAINS, planCounts, ROLLUP_GRAINS, type CountPlan, type EventCountFilter, type EventRangeFilter, type Span } from "./count-plan";
 
@@ -60,7 +60,7 @@ export { COARSE_GRAINS, planCounts, ROLLUP_GRAINS, type CountPlan, type EventCou
  * Rollups are history: purging old events (retention) does not lower them.
  */
 
-export const GAP_GRACE_SECONDS = 15 * 60;
+export { GAP_GRACE_SECONDS } from "./rollup-store";
 const MAX_BIGINT = 9223372036854775807n;
 
 export interface RefreshResult {
@@ -102,7 +102,7 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
   const rollups = rollupStore(session);
   let eventsCounted = 0;
   let batches = 0;
-  const census = { added: 0, moved: 0, gone: 0, swept: 0 };
+  const census = { added: 0, moved: 0, gone: 0, failedChanged: 0, swept: 0 };
   for (;;) {
     const batch = await asRollupWriter(session, async () => {
       const { events: watermark, records: recordMark } = await rollups.refreshMarks();
@@ -110,10 +110,14 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
       const upTo = max === null ? watermark : max < watermark + batchSize ? max : watermark + batchSize;
       const recordsUpTo = maxRecord === null || maxRecord <= recordMark ? recordMark : maxRecord < recordMark + batchSize ? maxRecord : recordMark + batchSize;
 
+      const done = (max === null || upTo >= max) && (maxRecord === null || recordsUpTo >= maxRecord);
+
       // New events in (watermark, upTo], plus earlier gaps that have become visible, into every tier at once.
       const counted = await rollups.rollUp(watermark, upTo, COARSE_GRAINS);
-      // The records those events name and the new records (before the gaps they came from are forgotten).
-      const applied = await censusStore(session).applyTouched({ from: watermark, upTo }, { from: recordMark, upTo: recordsUpTo });
+      // The records those events name and the new records (before the gaps they came from are
+      // forgotten); in the last batch, the records that became failed lately too (the batch that
+      // moves the time they are read from: setRefreshMarks).
+      const applied = await censusStore(session).applyTouched({ from: watermark, upTo }, { from: recordMark, upTo: recordsUpTo }, done);
       await recordDepartures(session, { expires_moved: applied.moved, deleted_outside: applied.gone });
       await rollups.forgetFilledGaps();
       // Ids missing in (watermark, upTo]: not committed yet, or never will be. Ids after the
@@ -121,14 +125,14 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
       // gaps too, not skipped.
       await rollups.noteGaps(watermark, upTo);
       await rollups.forgetGapsOlderThan(opts.gapGraceSeconds ?? GAP_GRACE_SECONDS);
-      await rollups.setRefreshMarks({ events: upTo, records: recordsUpTo });
-      const done = (max === null || upTo >= max) && (maxRecord === null || recordsUpTo >= maxRecord);
+      await rollups.setRefreshMarks({ events: upTo, records: recordsUpTo }, done);
       return { upTo, counted, applied, done };
     });
     eventsCounted += batch.counted;
     census.added += batch.applied.added;
     census.moved += batch.applied.moved;
     census.gone += batch.applied.gone;
+    census.failedChanged += batch.applied.failedChanged;
     batches++;
     if (batch.done) {
       if (sweepRecords > 0) census.swept = await sweepCensus(session, sweepRecords);
@@ -140,7 +144,8 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
 /**
  * Re-checks the next `limit` records (and the members in the same id range) against the
  * census, round the table: what a writer did without an event — a DELETE, an UPDATE of
- * expires_at, a record committed late — is repaired and reported as a departure.
+ * expires_at, a record committed late, a status set to failed without an event or updated_at —
+ * is repaired and reported as a departure.
  * Returns how many records it re-checked.
  */
 export async function sweepCensus(session: SqlExecutor, limit: number): Promise<number> {
@@ -152,7 +157,12 @@ export async function sweepCensus(session: SqlExecutor, limit: number): Promise<
     // A short slice reached the end of the table: take the members beyond it too, and start again at 0.
     const end = Number(n) < limit || last === null ? MAX_BIGINT : last + 1n;
     const applied = await census.applySwept(from, end);
-    await recordDepartures(session, { found_uncounted: applied.added, expires_moved: applied.moved, deleted_outside: applied.gone });
+    await recordDepartures(session, {
+      found_uncounted: applied.added,
+      expires_moved: applied.moved,
+      deleted_outside: applied.gone,
+      failed_unseen: applied.failedChanged,
+    });
     await rollups.setSweepMark(end === MAX_BIGINT ? 0n : end);
     return Number(n);
   });
@@ -215,7 +225,12 @@ export async function repairRecordCensus(
     await applyAggregateDrift(session, check.aggregate);
     if (check.records.length) {
       const applied = await censusStore(session).applyRecords(check.records);
-      await recordDepartures(session, { found_uncounted: applied.added, expires_moved: applied.moved, deleted_outside: applied.gone });
+      await recordDepartures(session, {
+        found_uncounted: applied.added,
+        expires_moved: applied.moved,
+        deleted_outside: applied.gone,
+        failed_unseen: applied.failedChanged,
+      });
     }
     await rollupStore(session).noteCensusVerified(driftRecords(check.drift));
   });

@@ -2,10 +2,11 @@ import type { RecordStatus } from "../kernel/vocabulary";
 import type { ExpiryInterval } from "./census-store";
 
 /**
- * The statuses the overview counts beside the records' totals: failed alone. Completed = all −
- * processing − pending − failed; processing and pending (with stuck, the oldest, by operation)
- * are the active statement's (store.*.ts activeByOperationSql: ranges of the unsettled index,
- * with every filter), so neither the pass nor the status count reads them a second time.
+ * The statuses the overview counts beside the records' totals: failed alone (without a scope the
+ * census counts them, ADR 0016; with one, the scope's pass below). Completed = all − processing −
+ * pending − failed; processing and pending (with stuck, the oldest, by operation) are the active
+ * statement's (store.*.ts activeByOperationSql: ranges of the unsettled index, with every
+ * filter), so the pass does not read them a second time.
  */
 export const COUNTED_STATUSES = ["failed"] as const satisfies readonly RecordStatus[];
 

@@ -10,7 +10,7 @@ import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
-import { COUNTED_STATUSES, scopeNumberSql, scopePass } from "./scope-counts";
+import { scopeNumberSql, scopePass } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -64,7 +64,7 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
  */
 export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
   const f = r.filters;
-  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
+  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation, failed: true });
   const p = new Params(MYSQL);
   // Parameters bind in text order: the pass's bounds and filters, then the names.
   const { columns, numbers } = scopePass(r.recordIntervals, (d) => p.add(d));
@@ -113,19 +113,6 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
   };
 }
 
-/**
- * The failed records, exact (rows: { name: 'status:failed', n }; COUNTED_STATUSES); completed =
- * all − processing − pending (activeByOperationSql) − failed. A range of (status, operation,
- * updated_at), index only. With a scope the scope's pass counts them, and this reads nothing.
- */
-export function statusCountsSql(f: { operation?: string; scope?: string }): Statement | null {
-  if (f.scope) return null;
-  const p = new Params(MYSQL);
-  const count = (status: string) =>
-    `SELECT 'status:${status}' AS name, COUNT(*) AS n FROM idempotency_records r WHERE r.status = '${status}'${recordFilters(p, f)}`;
-  return { text: COUNTED_STATUSES.map(count).join(" UNION ALL "), values: p.values };
-}
-
 /** Pending records per age bucket: i = how many of the buckets' lower bounds (seconds) the age has reached. */
 export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date, bounds: readonly number[]): Statement {
   const p = new Params(MYSQL);
@@ -161,7 +148,6 @@ export const OPEN_ITEM_COST: number = 1;
 export function overviewSql(r: OverviewReads) {
   const f = r.filters;
   return {
-    status: statusCountsSql(f),
     totals: recordTotalsSql(r),
     active: activeByOperationSql(f, r.thresholds, r.now),
     ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
@@ -283,7 +269,6 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
       const sql = overviewSql(reads);
       const totals = await q<{ name: string; operation: string; n: bigint }>(sql.totals);
       return {
-        status: sql.status ? await q<{ name: string; n: bigint }>(sql.status) : [],
         totals,
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),

@@ -10,7 +10,7 @@ import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
-import { COUNTED_STATUSES, scopeNumberSql, scopePass } from "./scope-counts";
+import { scopeNumberSql, scopePass } from "./scope-counts";
 import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
 
 /**
@@ -64,7 +64,7 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
  */
 export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
   const f = r.filters;
-  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation });
+  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation, failed: true });
   const p = paramList();
   const pass = scopePass(r.recordIntervals, (d) => `${p.add(d)}::timestamptz`);
   const columns = pass.columns.map((where, i) => `${where ? `count(*) FILTER (WHERE ${where})` : "count(*)"} AS c${i}`);
@@ -111,21 +111,6 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
   };
 }
 
-/**
- * The failed records, exact (rows: { name: 'status:failed', n }; COUNTED_STATUSES); completed =
- * all (recordTotalsSql) − processing − pending (activeByOperationSql) − failed (status is
- * CHECK-constrained to the four). An index-only range of the partial index (status, operation,
- * updated_at) WHERE status <> 'completed' (migration 20261130080000). With a scope,
- * recordTotalsSql's one pass over the scope's rows counts them, and this reads nothing.
- */
-export function statusCountsSql(f: { operation?: string; scope?: string }): Statement {
-  if (f.scope) return { text: `SELECT NULL::text AS name, 0::bigint AS n WHERE FALSE`, values: [] as unknown[] };
-  const p = paramList();
-  const fr = recordFilters(p, f);
-  const count = (status: string) => `SELECT 'status:${status}' AS name, count(*)::bigint AS n FROM idempotency_records r WHERE r.status = '${status}'${fr}`;
-  return { text: COUNTED_STATUSES.map(count).join(" UNION ALL "), values: p.values };
-}
-
 /** Pending records per age bucket: width_bucket over the buckets' lower bounds (`bounds`, seconds). */
 export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date, bounds: readonly number[]): Statement {
   const p = paramList();
@@ -170,7 +155,6 @@ export const OPEN_ITEM_COST: number = 1;
 export function overviewSql(r: OverviewReads) {
   const f = r.filters;
   return {
-    status: statusCountsSql(f),
     totals: recordTotalsSql(r),
     active: activeByOperationSql(f, r.thresholds, r.now),
     ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
@@ -325,7 +309,6 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
       const pass = () => q<{ name: string; operation: string; n: bigint }>(sql.totals);
       const totals = reads.filters.scope ? await compiled(pass) : await pass();
       return {
-        status: await q<{ name: string; n: bigint }>(sql.status),
         totals,
         active: await q<ActiveRow>(sql.active),
         ages: await q<{ i: number; n: bigint }>(sql.ages),

@@ -52,9 +52,7 @@ export interface RollupStateRow {
 
 /** The overview's rows, read in the caller's snapshot. */
 export interface OverviewRows {
-  /** 'status:processing' | 'status:pending' | 'status:failed' (none with a scope: `totals` has them). */
-  status: { name: string; n: bigint }[];
-  /** Per record interval name (and with a scope 'status:<status>') and operation. */
+  /** Per record interval name and 'status:failed' (COUNTED_STATUSES), per operation: the census's, or a scope's pass. */
   totals: { name: string; operation: string; n: bigint }[];
   active: ActiveRow[];
   /** Pending records per age bucket (i = 0 … the number of bounds). */
