@@ -23,10 +23,10 @@ const WATERMARK = (name: string) => `(SELECT COALESCE(max(s.watermark), 0) FROM 
  * event while the record was still processing, or a reader looks between the status and its
  * event — but its updated_at does. A status committed more than GAP_GRACE after its updated_at
  * slips through (as an id that commits later than that: rollups.ts) and is the sweep's. A range
- * of the (status, updated_at) index: the failures of the last quarter of an hour or so.
+ * of the (status, updated_at) index: the failures of the last quarter of an hour or so — the bound
+ * is a STABLE function (migration 20261206000000_census_failed) so that the planner knows it.
  */
-const RECENTLY_FAILED_SQL = `SELECT r.id FROM idempotency_records r WHERE r.status = 'failed'
-         AND r.updated_at > (SELECT COALESCE(max(s.updated_at), '-infinity') FROM rollup_state s WHERE s.name = 'events') - interval '${GAP_GRACE_SECONDS} seconds'`;
+const RECENTLY_FAILED_SQL = `SELECT r.id FROM idempotency_records r WHERE r.status = 'failed' AND r.updated_at > census_failed_since(${GAP_GRACE_SECONDS})`;
 
 /**
  * The records touched since the last refresh, as `id`: those of the events above the

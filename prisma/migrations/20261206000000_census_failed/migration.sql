@@ -11,6 +11,18 @@ ALTER TABLE "record_census" ADD COLUMN "failed" BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE "record_census" ADD CONSTRAINT "record_census_failed_check" CHECK ("failed" >= 0);
 ALTER TABLE "record_census_members" ADD COLUMN "failed" BOOLEAN NOT NULL DEFAULT false;
 
+-- Where the census's "recently failed" records begin (lib/stats/census-store.postgres.ts
+-- RECENTLY_FAILED_SQL): the last refresh's time less the grace for a late commit. A function, not
+-- a scalar subquery in the statement: the planner evaluates a STABLE function's value when it
+-- estimates a condition (a subquery's value it cannot know), so `updated_at > census_failed_since(…)`
+-- is planned as the few rows it is — a range of (status, updated_at) — and not as a third of the
+-- failed records, for which it read every failed entry of the unsettled-status index (10M records:
+-- 0.8 ms against 137).
+CREATE FUNCTION "census_failed_since"("grace_seconds" integer) RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN COALESCE((SELECT max(s."updated_at") FROM "rollup_state" s WHERE s."name" = 'events'), '-infinity') - make_interval(secs => "grace_seconds");
+END $$;
+
 -- Backfill under the refresher's lock, as its writer: each member failed as its record is now
 -- (a record touched since the last refresh is read with the correction either way: +1 where it
 -- is now, −1 where its member is), and each hour's failed count its members'.
