@@ -297,7 +297,7 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     const failedMismatches: string[] = [];
     const sampler = async () => {
       while (running) {
-        await sleep(40);
+        await sleep(100);
         await db.withSession((s) =>
           inSnapshot(s, async () => {
             const census = Object.fromEntries(

@@ -26,8 +26,8 @@ import { isoTime, optional, resolveRange } from "../kernel/input";
  *   too (its failed count per operation and hour, ADR 0016; with a scope: the scope pass
  *   above); completed = all − those three (status is CHECK-constrained);
  * - processing/pending by operation (stuck = processing and unchanged for longer than its
- *   operation's STUCK_THRESHOLDS, oldest pending, pending age distribution): ranges of the
- *   same index;
+ *   operation's STUCK_THRESHOLDS, oldest pending) and the pending age distribution: one read of
+ *   the unsettled-status index's ranges, grouped by operation and age bucket (store.ts foldActive);
  * - open reconciliation items: (state, next_check_at).
  *
  * Event side (requests, replays, conflicts, rates, the charts): the event counts of

@@ -11,7 +11,17 @@ import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
 import { scopeNumberSql, scopePass } from "./scope-counts";
-import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
+import {
+  foldActive,
+  type ActiveGroupRow,
+  type ConflictGroupRow,
+  type ExpiredRow,
+  type MetricsReads,
+  type OverviewReads,
+  type RecordFilter,
+  type RollupStateRow,
+  type StatsStore,
+} from "./store";
 
 /**
  * The read screens' statements on MySQL / MariaDB (what they show: overview.ts, metrics.ts,
@@ -39,11 +49,21 @@ function stuckBeforeSql(p: Params, t: StuckThresholds, now: Date, alias = "r"): 
   return `CASE ${alias}.operation ${ops.map((op) => `WHEN ${p.add(op)} THEN ${before(t.byOperation[op])}`).join(" ")} ELSE ${before(t.defaultSeconds)} END`;
 }
 
-/** The processing and pending records by operation (two small ranges of (status, operation, updated_at)). */
-export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date): Statement {
+/**
+ * The processing and pending records by operation (ranges of (status, operation, updated_at)).
+ * With `ageBounds`, grouped by the pending records' age bucket too (`i`: how many of the bounds,
+ * seconds, the age has reached; null for the processing records): the overview's pending ages
+ * from the same read (store.ts foldActive). Parameters bind in text order.
+ */
+export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date, ageBounds?: readonly number[]): Statement {
   const p = new Params(MYSQL);
+  const age = ageBounds?.length
+    ? `CASE WHEN r.status = 'pending' THEN ${ageBounds.map((b) => `(r.updated_at <= ${p.add(new Date(now.getTime() - b * 1000))})`).join(" + ")} END`
+    : ageBounds
+      ? `CASE WHEN r.status = 'pending' THEN 0 END`
+      : "NULL";
   const stuck = () => `r.status = 'processing' AND r.updated_at < ${stuckBeforeSql(p, t, now)}`;
-  const text = `SELECT r.operation,
+  const text = `SELECT r.operation, ${age} AS i,
                   COUNT(CASE WHEN r.status = 'processing' THEN 1 END) AS processing,
                   COUNT(CASE WHEN ${stuck()} THEN 1 END) AS stuck,
                   MIN(CASE WHEN ${stuck()} THEN r.updated_at END) AS "oldestStuck",
@@ -51,7 +71,7 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
                   MIN(CASE WHEN r.status = 'pending' THEN r.updated_at END) AS "oldestPending"
              FROM idempotency_records r
             WHERE r.status IN ('processing', 'pending')${recordFilters(p, f)}
-            GROUP BY r.operation`;
+            GROUP BY r.operation, i`;
   return { text, values: p.values };
 }
 
@@ -113,16 +133,6 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
   };
 }
 
-/** Pending records per age bucket: i = how many of the buckets' lower bounds (seconds) the age has reached. */
-export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date, bounds: readonly number[]): Statement {
-  const p = new Params(MYSQL);
-  const i = bounds.length ? bounds.map((b) => `(r.updated_at <= ${p.add(new Date(now.getTime() - b * 1000))})`).join(" + ") : "0";
-  return {
-    text: `SELECT ${i} AS i, COUNT(*) AS n FROM idempotency_records r WHERE r.status = 'pending'${recordFilters(p, f)} GROUP BY i`,
-    values: p.values,
-  };
-}
-
 /** Every operation in the events: a loose index scan of (operation, kind, occurred_at). */
 export const KNOWN_OPERATIONS_SQL = `SELECT operation FROM idempotency_events GROUP BY operation ORDER BY operation`;
 
@@ -149,8 +159,7 @@ export function overviewSql(r: OverviewReads) {
   const f = r.filters;
   return {
     totals: recordTotalsSql(r),
-    active: activeByOperationSql(f, r.thresholds, r.now),
-    ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
+    active: activeByOperationSql(f, r.thresholds, r.now, r.pendingAgeBounds),
     open: openReconciliationSql(f),
     ...(f.scope ? { openUnfiltered: openReconciliationSql({}), openFromRecords: openReconciliationSql(f, "records") } : {}),
     series: countsSql(r.series.plan, f, r.series.stepSeconds),
@@ -270,8 +279,7 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
       const totals = await q<{ name: string; operation: string; n: bigint }>(sql.totals);
       return {
         totals,
-        active: await q<ActiveRow>(sql.active),
-        ages: await q<{ i: number; n: bigint }>(sql.ages),
+        ...foldActive(await q<ActiveGroupRow>(sql.active)),
         open: await countOpenItems(sql, totals, q, OPEN_ITEM_COST),
         series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
         rollup: await q<RollupStateRow>(sql.rollup),
@@ -285,7 +293,7 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
       const sql = metricsSql(reads);
       return {
         operations: await q<{ operation: string }>(sql.operations),
-        active: await q<ActiveRow>(sql.active),
+        active: foldActive(await q<ActiveGroupRow>(sql.active)).active,
         expired: await q<{ name: string; operation: string; n: bigint }>(sql.expired),
         open: await q<{ n: bigint }>(sql.open),
         totals: await q<{ operation: string; kind: string; n: bigint }>(sql.totals),

@@ -11,7 +11,17 @@ import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import { countsSql } from "./rollup-store.postgres";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
 import { scopeNumberSql, scopePass } from "./scope-counts";
-import type { ActiveRow, ConflictGroupRow, ExpiredRow, MetricsReads, OverviewReads, RecordFilter, RollupStateRow, StatsStore } from "./store";
+import {
+  foldActive,
+  type ActiveGroupRow,
+  type ConflictGroupRow,
+  type ExpiredRow,
+  type MetricsReads,
+  type OverviewReads,
+  type RecordFilter,
+  type RollupStateRow,
+  type StatsStore,
+} from "./store";
 
 /**
  * The read screens' statements on PostgreSQL, verbatim from lib/stats/overview.ts,
@@ -33,14 +43,22 @@ function thresholdSql(p: Params, t: StuckThresholds, alias = "r"): string {
   return `CASE ${alias}.operation ${ops.map((op) => `WHEN ${p.add(op)}::text THEN ${p.add(t.byOperation[op])}::float8`).join(" ")} ELSE ${p.add(t.defaultSeconds)}::float8 END`;
 }
 
-/** The processing and pending records by operation (two small ranges of (status, updated_at)). */
-export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date): Statement {
+/**
+ * The processing and pending records by operation (ranges of the unsettled-status index). With
+ * `ageBounds` (the pending age buckets' lower bounds, seconds), grouped by the pending records'
+ * age bucket too (`i`: width_bucket over the bounds; null for the processing records), so the
+ * overview's pending ages come from the same read of the pending entries (store.ts foldActive).
+ */
+export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date, ageBounds?: readonly number[]): Statement {
   const p = paramList();
   const nowP = p.add(now);
   const threshold = thresholdSql(p, t);
   const stuck = `r.status = 'processing' AND r.updated_at < ${nowP}::timestamptz - make_interval(secs => ${threshold})`;
+  const age = ageBounds
+    ? `CASE WHEN r.status = 'pending' THEN width_bucket(extract(epoch FROM ${nowP}::timestamptz - r.updated_at)::float8, ${p.add(ageBounds)}::float8[]) END`
+    : "NULL::int";
   return {
-    text: `SELECT r.operation,
+    text: `SELECT r.operation, ${age} AS i,
                   count(*) FILTER (WHERE r.status = 'processing')::bigint AS processing,
                   count(*) FILTER (WHERE ${stuck})::bigint AS stuck,
                   min(r.updated_at) FILTER (WHERE ${stuck}) AS "oldestStuck",
@@ -48,7 +66,7 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
                   min(r.updated_at) FILTER (WHERE r.status = 'pending') AS "oldestPending"
              FROM idempotency_records r
             WHERE r.status IN ('processing', 'pending')${recordFilters(p, f)}
-            GROUP BY r.operation`,
+            GROUP BY 1, 2`,
     values: p.values,
   };
 }
@@ -111,18 +129,6 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
   };
 }
 
-/** Pending records per age bucket: width_bucket over the buckets' lower bounds (`bounds`, seconds). */
-export function pendingAgesSql(f: { operation?: string; scope?: string }, now: Date, bounds: readonly number[]): Statement {
-  const p = paramList();
-  const nowP = p.add(now);
-  const boundsP = p.add(bounds);
-  return {
-    text: `SELECT width_bucket(extract(epoch FROM ${nowP}::timestamptz - r.updated_at)::float8, ${boundsP}::float8[]) AS i, count(*)::bigint AS n
-             FROM idempotency_records r WHERE r.status = 'pending'${recordFilters(p, f)} GROUP BY 1`,
-    values: p.values,
-  };
-}
-
 /** Every operation in the events: a loose index scan of (operation, kind, occurred_at), one probe each. */
 export const KNOWN_OPERATIONS_SQL = `WITH RECURSIVE o AS (
     SELECT min(operation) AS operation FROM idempotency_events
@@ -156,8 +162,7 @@ export function overviewSql(r: OverviewReads) {
   const f = r.filters;
   return {
     totals: recordTotalsSql(r),
-    active: activeByOperationSql(f, r.thresholds, r.now),
-    ages: pendingAgesSql(f, r.now, r.pendingAgeBounds),
+    active: activeByOperationSql(f, r.thresholds, r.now, r.pendingAgeBounds),
     open: openReconciliationSql(f),
     ...(f.scope ? { openUnfiltered: openReconciliationSql({}), openFromRecords: openReconciliationSql(f, "records") } : {}),
     series: countsSql(r.series.plan, f, r.series.stepSeconds),
@@ -310,8 +315,7 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
       const totals = reads.filters.scope ? await compiled(pass) : await pass();
       return {
         totals,
-        active: await q<ActiveRow>(sql.active),
-        ages: await q<{ i: number; n: bigint }>(sql.ages),
+        ...foldActive(await q<ActiveGroupRow>(sql.active)),
         open: await countOpenItems(sql, totals, q, OPEN_ITEM_COST),
         series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
         rollup: await q<RollupStateRow>(sql.rollup),
@@ -325,7 +329,7 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
       const sql = metricsSql(reads);
       return {
         operations: await q<{ operation: string }>(sql.operations),
-        active: await q<ActiveRow>(sql.active),
+        active: foldActive(await q<ActiveGroupRow>(sql.active)).active,
         expired: await q<{ name: string; operation: string; n: bigint }>(sql.expired),
         open: await q<{ n: bigint }>(sql.open),
         totals: await q<{ operation: string; kind: string; n: bigint }>(sql.totals),

@@ -42,6 +42,42 @@ export interface ActiveRow {
   oldestPending: Date | null;
 }
 
+/** A group of the active statement: an operation's processing records (i null), or its pending records of age bucket i. */
+export interface ActiveGroupRow extends ActiveRow {
+  i: number | null;
+}
+
+/**
+ * The active statement's groups as the overview reads them: per operation (counts summed, the
+ * oldest the least), and the pending records per age bucket (all operations).
+ */
+export function foldActive(rows: readonly ActiveGroupRow[]): { active: ActiveRow[]; ages: { i: number; n: bigint }[] } {
+  const byOperation = new Map<string, ActiveRow>();
+  const ages = new Map<number, bigint>();
+  const least = (a: Date | null, b: Date | null) => (a === null ? b : b === null ? a : a <= b ? a : b);
+  for (const r of rows) {
+    const o = byOperation.get(r.operation);
+    if (!o)
+      byOperation.set(r.operation, {
+        operation: r.operation,
+        processing: BigInt(r.processing),
+        stuck: BigInt(r.stuck),
+        oldestStuck: r.oldestStuck,
+        pending: BigInt(r.pending),
+        oldestPending: r.oldestPending,
+      });
+    else {
+      o.processing += BigInt(r.processing);
+      o.stuck += BigInt(r.stuck);
+      o.oldestStuck = least(o.oldestStuck, r.oldestStuck);
+      o.pending += BigInt(r.pending);
+      o.oldestPending = least(o.oldestPending, r.oldestPending);
+    }
+    if (r.i !== null && BigInt(r.pending) > 0n) ages.set(Number(r.i), (ages.get(Number(r.i)) ?? 0n) + BigInt(r.pending));
+  }
+  return { active: [...byOperation.values()], ages: [...ages].map(([i, n]) => ({ i, n })) };
+}
+
 /** The rollups' progress: the events mark, when it last moved, the events above it and the gaps open. */
 export interface RollupStateRow {
   watermark: bigint;
