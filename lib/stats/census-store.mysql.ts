@@ -46,10 +46,11 @@ export const TOUCHED_SQL = `SELECT e.record_id AS id FROM idempotency_events e
 
 /**
  * For records `ids` (a subquery of id): +1 where each is now, −1 where its member is
- * counted, as rows (operation, expires_at, n, f) — f the same for the failed count. The ids are read once and drive the join
- * (a LEFT JOIN keeps them first: MariaDB, expecting many ids — after a bulk load leaves
- * thousands of gaps — would otherwise walk a whole index of the records or the members and
- * probe the ids); each row then becomes its + and − rows through a two-row table.
+ * counted, as rows (operation, expires_at, n, f) — f the same for the failed count. The ids
+ * are read once and drive the join (a LEFT JOIN keeps them first: MariaDB, expecting many ids —
+ * after a bulk load leaves thousands of gaps — would otherwise walk a whole index of the records
+ * or the members and probe the ids); each row then becomes its + and − rows through a two-row
+ * table.
  */
 const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.operation) AS operation,
               IF(s.sign = 1, r.expires_at, m.expires_hour) AS expires_at, s.sign AS n,
@@ -152,20 +153,13 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
  * (?, ?], and with `recentlyFailed` (a refresh's last batch, which moves the time they are read
  * from) those that became failed lately.
  */
-const refreshedIdsSql = (
-  recentlyFailed: boolean,
-) => `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > ? AND e.id <= ? AND e.record_id IS NOT NULL
-         UNION
-         SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL
-         UNION
-         SELECT r.id FROM idempotency_records r WHERE r.id > ? AND r.id <= ?
-${
-  recentlyFailed
-    ? `
-         UNION
-         ${RECENTLY_FAILED_SQL}`
-    : ""
-}`;
+const refreshedIdsSql = (recentlyFailed: boolean) =>
+  [
+    `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > ? AND e.id <= ? AND e.record_id IS NOT NULL`,
+    `SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL`,
+    `SELECT r.id FROM idempotency_records r WHERE r.id > ? AND r.id <= ?`,
+    ...(recentlyFailed ? [RECENTLY_FAILED_SQL] : []),
+  ].join("\n         UNION\n         ");
 
 /**
  * The sweep's slice: the record ids in [?, ?), and the members in the same id range

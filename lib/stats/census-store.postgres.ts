@@ -175,20 +175,13 @@ export function applySql(ids: string, values: unknown[] = []): Statement {
  * ($3, $4], and with `recentlyFailed` (a refresh's last batch, which moves the time they are read
  * from) those that became failed lately: since the previous refresh, less GAP_GRACE.
  */
-const refreshedIdsSql = (
-  recentlyFailed: boolean,
-) => `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > $1 AND e.id <= $2 AND e.record_id IS NOT NULL
-         UNION
-         SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL
-         UNION
-         SELECT r.id FROM idempotency_records r WHERE r.id > $3 AND r.id <= $4
-${
-  recentlyFailed
-    ? `
-         UNION
-         ${RECENTLY_FAILED_SQL}`
-    : ""
-}`;
+const refreshedIdsSql = (recentlyFailed: boolean) =>
+  [
+    `SELECT e.record_id AS id FROM idempotency_events e WHERE e.id > $1 AND e.id <= $2 AND e.record_id IS NOT NULL`,
+    `SELECT e.record_id FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id WHERE e.record_id IS NOT NULL`,
+    `SELECT r.id FROM idempotency_records r WHERE r.id > $3 AND r.id <= $4`,
+    ...(recentlyFailed ? [RECENTLY_FAILED_SQL] : []),
+  ].join("\n         UNION\n         ");
 
 /**
  * The sweep's slice: the record ids in [$1, $2), and the members in the same id range
