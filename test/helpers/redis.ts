@@ -1,10 +1,15 @@
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { parseRedisConfig, type RedisStoreConfig } from "@/lib/redis/config";
 
 /**
  * Redis for the tests: REDIS_TEST_URL (default redis://127.0.0.1:6379). Each test file
- * uses its own database number (8–15) and flushes only that one. Without a reachable
+ * uses its own database number (8–15) and flushes only that one; a test process holds it while
+ * the file runs (`testRedis`), since .ci/run runs the same files for each database mode at once. Without a reachable
  * Redis the Redis tests are skipped (`npm test` needs no running service); in CI
  * (CI set) a missing Redis fails instead — .ci/run starts one.
  */
@@ -17,9 +22,59 @@ export function redisUrl(db: number): string {
   return u.toString();
 }
 
-/** A connected client on database `db`, or null when Redis is not reachable. */
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/**
+ * Waits until no other test process on this machine holds Redis database `db`, then holds it until
+ * this file's tests end (or this process does). The hold is a directory made atomically with this
+ * process's id in it; one whose process is gone (killed) is taken over.
+ */
+async function holdRedisDatabase(db: number): Promise<void> {
+  const u = new URL(REDIS_TEST_URL);
+  const dir = path.join(os.tmpdir(), `ic-test-redis-${u.hostname}-${u.port || 6379}-${db}.hold`);
+  const pidFile = path.join(dir, "pid");
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(pidFile, String(process.pid));
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      let holder = 0;
+      try {
+        holder = Number(readFileSync(pidFile, "utf8"));
+      } catch {
+        // Made but its id not written yet — or left empty by a process killed in between.
+        const made = statSync(dir, { throwIfNoEntry: false });
+        if (made && Date.now() - made.mtimeMs < 10_000) holder = -1;
+      }
+      if (holder === -1 || (holder > 0 && isAlive(holder))) await sleep(250);
+      else rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const release = () => {
+    try {
+      if (readFileSync(pidFile, "utf8") === String(process.pid)) rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Already gone.
+    }
+  };
+  process.once("exit", release);
+  afterAll(release);
+}
+
+/** A connected client on database `db` (held by this process, see above), or null when Redis is not reachable. */
 export async function testRedis(db: number): Promise<Redis | null> {
-  const client = new Redis(redisUrl(db), { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1500, retryStrategy: () => null });
+  const url = redisUrl(db);
+  await holdRedisDatabase(db);
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1500, retryStrategy: () => null });
   client.on("error", () => {});
   try {
     await client.connect();
