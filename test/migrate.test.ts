@@ -9,7 +9,7 @@ import { LOCKS } from "@/lib/db/locks";
 import { DEFAULT_MIGRATIONS_DIR, MigrationError, migrate, migrationStatus } from "@/lib/db/migrate";
 import { inTransaction, type SqlExecutor } from "@/lib/db/sql";
 import { refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
-import { createEmptyTestDatabase, usingPostgres, type TestDatabase } from "./helpers/db";
+import { createEmptyTestDatabase, usingDatabaseServer, usingPostgres, type TestDatabase } from "./helpers/db";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const FIRST = "20261130000000_shared_tables";
@@ -433,48 +433,54 @@ function expectExit(r: RunResult, code: number) {
 }
 
 describe("scripts/migrate.ts end to end", () => {
-  it("embedded PGlite in a temporary PGLITE_DIR: migrate, status, rerun, failure", async () => {
-    const base = await tmpDir("ic-migrate-script-");
-    const env = { PGLITE_DIR: path.join(base, "pglite") };
-    const names = await localMigrationNames();
+  // Reads no DATABASE_URL: the embedded suite runs it; the PostgreSQL suite would only run it again.
+  // Five processes that each load PGlite: a minute or more while CI runs the database modes side by side.
+  it.skipIf(usingDatabaseServer)(
+    "embedded PGlite in a temporary PGLITE_DIR: migrate, status, rerun, failure",
+    async () => {
+      const base = await tmpDir("ic-migrate-script-");
+      const env = { PGLITE_DIR: path.join(base, "pglite") };
+      const names = await localMigrationNames();
 
-    const before = await runScript(["--status"], env);
-    expectExit(before, 1);
-    expect(before.stdout).toMatch(/^pending: 0 applied/m);
+      const before = await runScript(["--status"], env);
+      expectExit(before, 1);
+      expect(before.stdout).toMatch(/^pending: 0 applied/m);
 
-    const first = await runScript([], env);
-    expectExit(first, 0);
-    for (const n of names) expect(first.stdout).toContain(`applied ${n}\n`);
-    expect(first.stdout).toContain(`${names.length} applied, database up to date`);
-    expect(first.stderr).toMatch(/PGlite does not lock its folder/);
+      const first = await runScript([], env);
+      expectExit(first, 0);
+      for (const n of names) expect(first.stdout).toContain(`applied ${n}\n`);
+      expect(first.stdout).toContain(`${names.length} applied, database up to date`);
+      expect(first.stderr).toMatch(/PGlite does not lock its folder/);
 
-    const status = await runScript(["--status"], env);
-    expectExit(status, 0);
-    expect(status.stdout).toMatch(/^up_to_date: /m);
+      const status = await runScript(["--status"], env);
+      expectExit(status, 0);
+      expect(status.stdout).toMatch(/^up_to_date: /m);
 
-    const again = await runScript([], env);
-    expectExit(again, 0);
-    expect(again.stdout).not.toMatch(/^applied /m);
-    expect(again.stdout).toContain("no pending migrations");
+      const again = await runScript([], env);
+      expectExit(again, 0);
+      expect(again.stdout).not.toMatch(/^applied /m);
+      expect(again.stdout).toContain("no pending migrations");
 
-    // The folder really holds the migrated database.
-    const db = await openDatabase({ mode: "embedded", dataDir: env.PGLITE_DIR });
-    try {
-      expect(await tableExists(db.sql, "idempotency_records")).toBe(true);
-      expect((await rows(db.sql)).map((r) => r.migration_name)).toEqual(names);
-    } finally {
-      await db.close();
-    }
+      // The folder really holds the migrated database.
+      const db = await openDatabase({ mode: "embedded", dataDir: env.PGLITE_DIR });
+      try {
+        expect(await tableExists(db.sql, "idempotency_records")).toBe(true);
+        expect((await rows(db.sql)).map((r) => r.migration_name)).toEqual(names);
+      } finally {
+        await db.close();
+      }
 
-    // A failing migration: exit 1 with the MigrationError, and still exits by itself.
-    // (The script reads prisma/migrations relative to its working directory.)
-    const cwd = path.join(base, "project");
-    await cp(DEFAULT_MIGRATIONS_DIR, path.join(cwd, "prisma/migrations"), { recursive: true });
-    await addMigration(path.join(cwd, "prisma/migrations"), "20991231000000_broken", `SELECT * FROM "no_such_table";\n`);
-    const failed = await runScript([], env, cwd);
-    expectExit(failed, 1);
-    expect(failed.stderr).toMatch(/MigrationError: migration 20991231000000_broken failed and was rolled back: .*no_such_table/);
-  });
+      // A failing migration: exit 1 with the MigrationError, and still exits by itself.
+      // (The script reads prisma/migrations relative to its working directory.)
+      const cwd = path.join(base, "project");
+      await cp(DEFAULT_MIGRATIONS_DIR, path.join(cwd, "prisma/migrations"), { recursive: true });
+      await addMigration(path.join(cwd, "prisma/migrations"), "20991231000000_broken", `SELECT * FROM "no_such_table";\n`);
+      const failed = await runScript([], env, cwd);
+      expectExit(failed, 1);
+      expect(failed.stderr).toMatch(/MigrationError: migration 20991231000000_broken failed and was rolled back: .*no_such_table/);
+    },
+    240_000,
+  );
 
   it.runIf(usingPostgres)("Postgres: migrate, status and rerun against a throwaway database", async () => {
     await withEmptyDb(async (db) => {
