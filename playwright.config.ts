@@ -63,6 +63,9 @@ const OIDC_ENV = {
 // (the suite runs the three projects one after another), so the window here outlasts the run.
 const E2E_ENV = { RECONCILER_INTERVAL_SECONDS: "0", DEMO_LIVE_SECONDS: "0", INSIGHTS_CONFLICT_WINDOW: "4h", ...OIDC_ENV };
 
+/** Specs the postgres project leaves to the embedded one: what they test is the same whatever database server is behind. */
+const SERVER_INDEPENDENT_SPECS = ["sso.spec.ts", "api-docs.spec.ts", "redis.spec.ts"];
+
 /** The specs the mysql project runs. */
 const MYSQL_SPECS = [
   "every-screen.spec.ts",
@@ -111,7 +114,19 @@ export default defineConfig({
   use: { ...devices["Desktop Chrome"], launchOptions: chromium, screenshot: "only-on-failure", trace: "retain-on-failure" },
   projects: [
     { name: "embedded", use: { baseURL: `http://127.0.0.1:${embeddedPort}` }, testMatch: /.*\.spec\.ts/, metadata: { mode: "embedded" } },
-    ...(pgUrl ? [{ name: "postgres", use: { baseURL: `http://127.0.0.1:${postgresPort}` }, testMatch: /.*\.spec\.ts/, metadata: { mode: "postgres" } }] : []),
+    // PostgreSQL: every spec but those no database server changes (the embedded server, also
+    // PostgreSQL, runs them): single sign-on, the API docs, the Redis keys screen.
+    ...(pgUrl
+      ? [
+          {
+            name: "postgres",
+            use: { baseURL: `http://127.0.0.1:${postgresPort}` },
+            testMatch: /.*\.spec\.ts/,
+            testIgnore: SERVER_INDEPENDENT_SPECS,
+            metadata: { mode: "postgres" },
+          },
+        ]
+      : []),
     // MySQL/MariaDB (issue 14): the specs that open every screen and take every operator action,
     // not those that re-test what no database changes (SSO, the API docs, Redis, the HTTP hardening).
     ...(mysqlUrl ? [{ name: "mysql", use: { baseURL: `http://127.0.0.1:${mysqlPort}` }, testMatch: MYSQL_SPECS, metadata: { mode: "mysql" } }] : []),
