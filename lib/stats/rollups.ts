@@ -83,6 +83,8 @@ export interface RefreshOptions {
    * writer can still commit one (a bench's bulk load, whose multi-row inserts leave id holes).
    */
   gapGraceSeconds?: number;
+  /** Called after each committed batch (a long catch-up is many: progress while it runs). */
+  onBatch?: () => void;
 }
 
 export function sweepRecordsFromEnv(env: Record<string, string | undefined> = process.env): number {
@@ -134,6 +136,7 @@ export async function refreshRollups(session: SqlExecutor, opts: RefreshOptions 
     census.gone += batch.applied.gone;
     census.failedChanged += batch.applied.failedChanged;
     batches++;
+    opts.onBatch?.();
     if (batch.done) {
       if (sweepRecords > 0) census.swept = await sweepCensus(session, sweepRecords);
       return { watermark: batch.upTo, eventsCounted, batches, gapsOpen: await rollups.gapsOpen(), census };

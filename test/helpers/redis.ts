@@ -9,9 +9,9 @@ import { parseRedisConfig, type RedisStoreConfig } from "@/lib/redis/config";
 /**
  * Redis for the tests: REDIS_TEST_URL (default redis://127.0.0.1:6379). Each test file
  * uses its own database number (8–15) and flushes only that one; a test process holds it while
- * the file runs (`testRedis`), since .ci/run runs the same files for each database mode at once. Without a reachable
- * Redis the Redis tests are skipped (`npm test` needs no running service); in CI
- * (CI set) a missing Redis fails instead — .ci/run starts one.
+ * the file runs (`testRedis`), since .ci/run runs database modes side by side, each with the same
+ * files. Without a reachable Redis the Redis tests are skipped (`npm test` needs no running
+ * service); in CI (CI set) a missing Redis fails instead — .ci/run starts one.
  */
 export const REDIS_TEST_URL = process.env.REDIS_TEST_URL || "redis://127.0.0.1:6379";
 
@@ -47,13 +47,16 @@ async function holdRedisDatabase(db: number): Promise<void> {
       break;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-      let holder = 0;
+      let holder = NaN;
       try {
         holder = Number(readFileSync(pidFile, "utf8"));
       } catch {
-        // Made but its id not written yet — or left empty by a process killed in between.
+        // No id file yet.
+      }
+      if (!(holder > 0)) {
+        // Made but its id not written yet (wait), or left so by a process killed in between (take over).
         const made = statSync(dir, { throwIfNoEntry: false });
-        if (made && Date.now() - made.mtimeMs < 10_000) holder = -1;
+        holder = made && Date.now() - made.mtimeMs < 10_000 ? -1 : 0;
       }
       if (holder === -1 || (holder > 0 && isAlive(holder))) await sleep(250);
       else rmSync(dir, { recursive: true, force: true });
