@@ -290,9 +290,9 @@ async function expiryBench(db: Database, floors: ReadFloors, args: Args) {
   console.log(
     `\nexpiry — GET /api/v1/expiry (lib/stats/expiry.ts expiryStats: expiring per hour of the next 24 h and per day of the next 30 days, expired by operation and status with holds, open items, what a purge would take) vs the same by hand-written SQL (median of ${args.runs}; both run their three statements at once)`,
   );
-  const lib = await time(args.runs, () => expiryStats(db.sql, {}));
+  const lib = await time(args.runs, () => expiryStats(db, {}));
   const raw = await time(args.runs, () => floors.expiry(db.sql));
-  const one = await time(args.runs, () => expiryStats(db.sql, { operation: "capture_payment" }));
+  const one = await time(args.runs, () => expiryStats(db, { operation: "capture_payment" }));
   const expired = (r: Awaited<ReturnType<typeof expiryStats>>) => `${fmt(r.expired.total)} expired`;
   table(
     ["expiry", "lib ms", "raw SQL ms", "records"],

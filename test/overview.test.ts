@@ -364,7 +364,7 @@ async function expectExact(label: string, f: Filter): Promise<J> {
   expect(Object.fromEntries(ce.map((c) => [`${c.operation}/${c.kind}`, c.count]))).toEqual(
     Object.fromEntries(x.events.map((e) => [`${e.operation}/${e.kind}`, Number(e.n)])),
   );
-  const ex = await expiryStats(db.sql, { operation: f.operation, scope: f.scope, now: asOf });
+  const ex = await expiryStats(db, { operation: f.operation, scope: f.scope, now: asOf });
   expect(body.expiry.expiringNext24h).toBe(ex.expiringNext24h);
   expect(body.expiry.expiredNotPurged).toBe(ex.expired.total);
   expect(body.expiry.forecast.map((b: J) => b.count)).toEqual(ex.next30d.slice(0, 7).map((b) => b.count));

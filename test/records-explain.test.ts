@@ -21,7 +21,17 @@ import { overviewReads, overviewStats } from "@/lib/stats/overview";
 import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
 import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
-import { conflictRowsSql, expirySql, metricsSql, overviewSql, READ_SIDE_PLANS, recordTotalsSql, SCOPE_PASS_JIT } from "@/lib/stats/store.postgres";
+import {
+  conflictRowsSql,
+  expiredSql,
+  expirySql,
+  metricsSql,
+  oldestExpiredSql,
+  overviewSql,
+  READ_SIDE_PLANS,
+  recordTotalsSql,
+  SCOPE_PASS_JIT,
+} from "@/lib/stats/store.postgres";
 import { overviewSql as mysqlOverviewSql, recordTotalsSql as mysqlRecordTotalsSql } from "@/lib/stats/store.mysql";
 import type { SqlExecutor } from "@/lib/db/sql";
 import { createTestDatabase, usingMysql, usingPostgres, type TestDatabase } from "./helpers/db";
@@ -225,6 +235,23 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     );
     expect(one.some(perOperation)).toBe(true);
     await expectNoSeqScan("expiry, next 24 h", expirySql({ now }).hours);
+    // The Expiry page without a scope (ADR 0017): the expired records it reads are the unsettled, the protected, the first of each group.
+    const rules = [
+      { id: "1", operation: null, keepRecordsDays: 0, keepEventsDays: 30, enabled: true },
+      { id: "2", operation: "capture_payment", keepRecordsDays: 2, keepEventsDays: 30, enabled: true },
+    ];
+    await expectNoSeqScan("expiry, expired processing and pending", expiredSql({ now, rules, part: "unsettled" }));
+    await expectNoSeqScan("expiry, expired records a protection may keep", expiredSql({ now, rules, part: "protected" }));
+    await expectNoSeqScan(
+      "expiry, the oldest of each group",
+      oldestExpiredSql(
+        [
+          { operation: "capture_payment", status: "failed" },
+          { operation: "capture_payment", status: "completed" },
+        ],
+        now,
+      ),
+    );
   });
 
   it("the overview, a metrics scrape and the conflicts screen start no parallel workers, even where the planner would", async () => {

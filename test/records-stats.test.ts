@@ -5,6 +5,8 @@ import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { bucketStarts, conflictStats, type ConflictEvent, type ConflictsInput } from "@/lib/stats/conflicts";
 import { expiryStats } from "@/lib/stats/expiry";
 import { refreshRollups } from "@/lib/stats/rollups";
+import { statsStore } from "@/lib/stats/store";
+import { loadRules } from "@/lib/retention/rules";
 import { createTestDatabase, type TestDatabase } from "./helpers/db";
 import { call, json, tokenFor } from "./helpers/records-api";
 import { decodeCursor } from "@/lib/db/paging";
@@ -181,7 +183,7 @@ describe("expiry", () => {
     await db.sql.query(`INSERT INTO retention_policies (operation, keep_records_days, keep_events_days) VALUES (NULL, 0, 30), ('capture_payment', 2, 30)`);
 
     for (const filter of [{}, { operation: "capture_payment" }, { scope: "tenant:acme" }]) {
-      const s = await expiryStats(db.sql, { now, ...filter });
+      const s = await expiryStats(db, { now, ...filter });
       const op = (filter as { operation?: string }).operation ?? null;
       const scope = (filter as { scope?: string }).scope ?? null;
       const count = async (fromMs: number, toMs: number) => {
@@ -253,11 +255,107 @@ describe("expiry", () => {
         })),
       );
     }
-    const all = await expiryStats(db.sql, { now });
+    const all = await expiryStats(db, { now });
     // The demo traffic's own tally (taken when each record was created, relative to the same now).
     expect(all.expired.total).toBe(demo.scenarios.expired);
     expect(all.expiringNext24h).toBe(demo.scenarios.expiringNext24h);
     expect(all.expired.total - all.expired.purgeable).toBeGreaterThanOrEqual(2);
+  });
+
+  it("without a scope, the expired groups come from the census and equal the plain count over every expired record (every protection, every policy shape, before and after a refresh)", async () => {
+    const $ = (i: number) => db.dialect.param(i);
+    // Off the hour, so that every interval has partial hours at its edges (read from the records, not the census).
+    const at = new Date(now.getTime() + 17 * 60_000 + 23_456);
+    const pick = (status: string, offset: number) =>
+      db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE status = ${$(1)} AND expires_at < ${$(2)} ORDER BY id LIMIT 1 OFFSET ${offset}`, [
+        status,
+        now,
+      ]);
+    // Every protection on expired records of each status: a held failed record, a compensation
+    // (on the record it compensates and on the duplicate it undoes), an outbox message under a
+    // service's own status name, an open item and a hold on a processing record, and a held scope.
+    const [failedHeld] = await pick("failed", 0);
+    const [{ operation: op }] = await db.sql.query<{ operation: string }>(`SELECT operation FROM idempotency_records WHERE id = ${$(1)}`, [failedHeld.id]);
+    const [comp, related, outbox] = [...(await pick("completed", 10)), ...(await pick("completed", 11)), ...(await pick("failed", 1))];
+    // An expired processing record, as a writer inserts one (above the census's record mark: counted by the readers' correction until a refresh).
+    const columns = (
+      await db.sql.query<{ c: string }>(
+        `SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'idempotency_records' AND table_schema = ${byDialect(db, { postgres: "current_schema()", mysql: "DATABASE()" })} AND column_name NOT IN ('id', 'idempotency_key', 'expires_at', 'status', 'legal_hold')`,
+      )
+    ).map((r) => r.c);
+    await db.sql.query(
+      `INSERT INTO idempotency_records (${columns.join(", ")}, idempotency_key, expires_at, status, legal_hold)
+       SELECT ${columns.join(", ")}, 'census-expiry-processing', ${$(1)}, 'processing', false FROM idempotency_records WHERE id = ${$(2)}`,
+      [new Date(now.getTime() - 3 * DAY), failedHeld.id],
+    );
+    const [unsettled] = await db.sql.query<{ id: bigint }>(`SELECT id FROM idempotency_records WHERE idempotency_key = 'census-expiry-processing'`);
+    await db.sql.query(`UPDATE idempotency_records SET legal_hold = true WHERE id IN (${$(1)}, ${$(2)})`, [failedHeld.id, unsettled.id]);
+    await db.sql.query(`INSERT INTO reconciliation_items (record_id, provider, state) VALUES (${$(1)}, 'mockpay', 'checking')`, [unsettled.id]);
+    await db.sql.query(
+      `INSERT INTO compensations (record_id, related_record_id, scope, operation, idempotency_key, kind, amount_minor, currency, provider, provider_reference,
+                                  provider_idempotency_key, state, reason, requested_by, requested_by_label)
+       VALUES (${$(1)}, ${$(2)}, 'tenant:x', 'capture_payment', 'k', 'refund', 100, 'EUR', 'mockpay', 'ref', 'census-expiry-comp', 'requested', 'test', 1, 'test')`,
+      [comp.id, related.id],
+    );
+    await db.sql.query(`INSERT INTO outbox_messages (record_id, topic, payload, status) VALUES (${$(1)}, 't', '{}', 'queued'), (${$(2)}, 't', '{}', 'sent')`, [
+      outbox.id,
+      comp.id,
+    ]);
+    await db.sql.query(`INSERT INTO legal_holds (scope, reason, set_by_label) VALUES ('tenant:globex', 'test', 'test')`);
+
+    const groups = async (f: { operation?: string }) => {
+      const plain = await db.withSession(async (s) => {
+        const rules = await loadRules(s);
+        return statsStore(s).expiredGroups(f, at, rules);
+      });
+      const fromCensus = await expiryStats(db, { now: at, ...f });
+      const days = await statsStore(db.sql).expiringPerDay(f, at);
+      expect(fromCensus.next30d.map((d) => d.count)).toEqual(Array.from({ length: 30 }, (_, i) => Number(days.find((d) => Number(d.i) === i)?.n ?? 0)));
+      expect(fromCensus.expiringNext30d).toBeGreaterThan(0);
+      expect(
+        plain.length,
+        JSON.stringify(plain, (_, v) => (typeof v === "bigint" ? Number(v) : v)),
+      ).toBeGreaterThanOrEqual(3);
+      expect(fromCensus.expired.groups).toEqual(
+        plain.map((t) => ({
+          operation: t.operation,
+          status: t.status,
+          count: Number(t.n),
+          legalHold: Number(t.held),
+          openReconciliation: Number(t.open),
+          purgeable: Number(t.purgeable),
+          oldestExpiresAt: t.oldest,
+        })),
+      );
+      return fromCensus.expired;
+    };
+    const policies = [
+      // [default, the operation's own]: days, or false for a disabled policy; undefined for none.
+      [0, 2],
+      [false, 1],
+      [3, false],
+      [undefined, undefined],
+      [1, undefined],
+    ] as const;
+    for (const refreshed of [false, true]) {
+      if (refreshed) await db.withSession((s) => refreshRollups(s));
+      for (const [byDefault, own] of policies) {
+        await db.sql.query(`DELETE FROM retention_policies`);
+        for (const [operation, days] of [
+          [null, byDefault],
+          [op, own],
+        ] as const) {
+          if (days === undefined) continue;
+          await db.sql.query(
+            `INSERT INTO retention_policies (operation, keep_records_days, keep_events_days, enabled) VALUES (${$(1)}, ${$(2)}, 30, ${$(3)})`,
+            [operation, days === false ? 5 : days, days !== false],
+          );
+        }
+        const all = await groups({});
+        await groups({ operation: op });
+        if (byDefault === 0) expect(all.purgeable).toBeGreaterThan(0);
+      }
+    }
   });
 });
 

@@ -111,7 +111,7 @@ describe("eligibility: one definition", () => {
       for (const s of p.samples) expect(t.records).toContain(String(s.id));
     }
     // The expiry screen counts the same candidates (same definition, as of the same moment).
-    const expiry = await expiryStats(db.sql, { now: data.asOf });
+    const expiry = await expiryStats(db, { now: data.asOf });
     expect(expiry.expired.purgeable).toBe(t.records.length);
   });
 });

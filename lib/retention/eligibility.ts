@@ -23,6 +23,10 @@
  * Days are 24 h (cutoff, rules.ts).
  */
 
+import type { Params } from "../db/params";
+import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
+import { PROTECTING_COMPENSATION_STATES } from "./rules";
+
 export type RecordProtection = "unfinished" | "legal_hold" | "scope_hold" | "reconciliation" | "compensation" | "outbox";
 export type EventProtection = "not_rolled_up" | "scope_hold" | "legal_hold";
 
@@ -41,3 +45,28 @@ export const EVENT_PROTECTIONS: { reason: EventProtection; label: string }[] = [
   { reason: "scope_hold", label: "legal hold on its scope" },
   { reason: "legal_hold", label: "legal hold on its record" },
 ];
+
+const list = (xs: readonly string[]) => xs.map((x) => `'${x}'`).join(", ");
+
+/**
+ * The record protections from their own side, for counting without reading every record: the
+ * ids of the records a protection other than "unfinished" may apply to (a superset: callers still
+ * judge each record by the dialect's RECORD_PROTECTION_SQL). Each branch is an index range of a
+ * small table or of a partial index: records with a legal hold, open reconciliation items,
+ * protecting compensations (both sides), outbox messages not sent yet (NOT IN as three ranges of
+ * the status index) — and the records of held scopes expiring before `expiredBefore` (the scope
+ * index; as many as those scopes hold). The same SQL in both dialects (the instant through `p`).
+ * Used by the Expiry page (lib/stats/expiry.ts); test/records-stats.test.ts compares it with the
+ * plain count.
+ */
+export function protectedRecordIdsSql(p: Params, expiredBefore: Date): string {
+  const comp = list(PROTECTING_COMPENSATION_STATES);
+  return `SELECT x.id FROM idempotency_records x WHERE x.legal_hold
+     UNION SELECT i.record_id FROM reconciliation_items i WHERE i.state IN (${list(OPEN_RECONCILIATION_STATES)})
+     UNION SELECT c.record_id FROM compensations c WHERE c.state IN (${comp})
+     UNION SELECT c.related_record_id FROM compensations c WHERE c.related_record_id IS NOT NULL AND c.state IN (${comp})
+     UNION SELECT o.record_id FROM outbox_messages o
+            WHERE (o.status < 'failed' OR (o.status > 'failed' AND o.status < 'sent') OR o.status > 'sent') AND o.record_id IS NOT NULL
+     UNION SELECT x.id FROM idempotency_records x
+            WHERE x.scope IN (SELECT h.scope FROM legal_holds h WHERE h.lifted_at IS NULL) AND x.expires_at < ${p.time(expiredBefore)}`;
+}

@@ -27,6 +27,17 @@ export function cutoff(asOf: Date, days: number): Date {
   return new Date(asOf.getTime() - days * DAY_MS);
 }
 
+/**
+ * Where the record window of `operation`'s policy ends as of `asOf` (its own policy if it has one,
+ * else the default; null when that policy is disabled or there is none): the window clause of
+ * eligibility.postgres.ts / eligibility.mysql.ts for one operation, for code that counts from the
+ * census (lib/stats/expiry.ts).
+ */
+export function recordCutoff(rules: readonly PolicyRule[], operation: string, asOf: Date): Date | null {
+  const rule = rules.find((r) => r.operation === operation) ?? rules.find((r) => r.operation === null);
+  return rule?.enabled ? cutoff(asOf, rule.keepRecordsDays) : null;
+}
+
 /** A compensation in one of these states keeps its record (and the duplicate it undoes). */
 export const PROTECTING_COMPENSATION_STATES = ["requested", "approved", "executing", "failed"] as const;
 

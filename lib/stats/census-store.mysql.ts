@@ -80,33 +80,34 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
 export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string; failed?: boolean } = {}): Statement {
   const p = new Params(MYSQL);
   const op = f.operation;
-  const whole: { name: string; lo: number; hi: number }[] = [];
-  const partial: { name: string; lo: number; hi: number }[] = [];
+  const whole: { name: string; lo: number; hi: number; failed: boolean }[] = [];
+  const partial: { name: string; lo: number; hi: number; failed: boolean }[] = [];
   for (const iv of intervals) {
     const lo = iv.from ? iv.from.getTime() : -Infinity;
     const hi = iv.to ? iv.to.getTime() : Infinity;
     if (!(lo < hi)) continue;
     const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
     const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
+    const failed = iv.failed === true;
     if (wholeLo < wholeHi) {
-      whole.push({ name: iv.name, lo: wholeLo, hi: wholeHi });
-      partial.push({ name: iv.name, lo, hi: wholeLo }, { name: iv.name, lo: wholeHi, hi });
+      whole.push({ name: iv.name, lo: wholeLo, hi: wholeHi, failed });
+      partial.push({ name: iv.name, lo, hi: wholeLo, failed }, { name: iv.name, lo: wholeHi, hi, failed });
     } else {
-      partial.push({ name: iv.name, lo, hi });
+      partial.push({ name: iv.name, lo, hi, failed });
     }
   }
   const bound = (ms: number) => `CAST(${p.add(Number.isFinite(ms) ? new Date(ms) : null)} AS DATETIME(6))`;
   const ivRows = whole.length
-    ? whole.map((w) => `SELECT ${p.add(w.name)} AS name, ${bound(w.lo)} AS lo, ${bound(w.hi)} AS hi`).join(" UNION ALL ")
-    : `SELECT NULL AS name, NULL AS lo, NULL AS hi FROM DUAL WHERE FALSE`;
+    ? whole.map((w) => `SELECT ${p.add(w.name)} AS name, ${bound(w.lo)} AS lo, ${bound(w.hi)} AS hi, ${w.failed ? 1 : 0} AS failed`).join(" UNION ALL ")
+    : `SELECT NULL AS name, NULL AS lo, NULL AS hi, 0 AS failed FROM DUAL WHERE FALSE`;
   const inIv = (col: string) => `(iv.lo IS NULL OR ${col} >= iv.lo) AND (iv.hi IS NULL OR ${col} < iv.hi)`;
   const branches = [
-    `SELECT iv.name AS name, c.operation AS operation, c.count AS n FROM iv JOIN record_census c ON ${inIv("c.expires_hour")}${
+    `SELECT iv.name AS name, c.operation AS operation, IF(iv.failed, c.failed, c.count) AS n FROM iv JOIN record_census c ON ${inIv("c.expires_hour")}${
       op !== undefined ? ` AND c.operation = ${p.add(op)}` : ""
     }`,
     `SELECT iv.name, k.operation, IF(iv.failed, k.f, k.n) FROM (
         ${correctionSql(TOUCHED_SQL)}
-      ) k JOIN (SELECT iv.name, iv.lo, iv.hi, 0 AS failed FROM iv${
+      ) k JOIN (SELECT iv.name, iv.lo, iv.hi, iv.failed FROM iv${
         f.failed ? ` UNION ALL SELECT ${p.add("status:failed")}, NULL, NULL, 1` : ""
       }) iv ON ${inIv("k.expires_at")}${op !== undefined ? ` WHERE k.operation = ${p.add(op)}` : ""}`,
   ];
@@ -117,29 +118,35 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
   }
   const edges = partial.filter((e) => e.lo < e.hi);
   if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a partial hour has an open end");
+  // The failed records' partial hours read the rows too, for their status (less than an hour's records).
+  const onlyFailed = (failed: boolean) => (failed ? ` AND r.status = 'failed'` : "");
   if (op !== undefined) {
     for (const e of edges) {
       const name = p.add(e.name); // before the range's values: they bind in text order
       branches.push(
         `SELECT ${name}, r.operation, COUNT(*) FROM idempotency_records r
-          WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(e.lo))} AND r.expires_at < ${p.add(new Date(e.hi))} GROUP BY r.operation`,
+          WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(e.lo))} AND r.expires_at < ${p.add(new Date(e.hi))}${onlyFailed(e.failed)} GROUP BY r.operation`,
       );
     }
-  } else if (edges.length) {
+  } else {
     // Every operation's range of (operation, expires_at), index only: the operations by a loose
     // scan of that index (one entry per operation), each edge a range per operation. The
     // operation is compared as a range (>= and <=), not by equality: equality would make
     // MariaDB read the operation's whole part of the index (ref) and filter; a range lets it
     // choose a range of both columns per row of the edges ("range checked for each record").
-    const edgeRows = edges.map((e) => `SELECT ${p.add(e.name)} AS name, ${bound(e.lo)} AS lo, ${bound(e.hi)} AS hi`).join(" UNION ALL ");
-    branches.push(
-      `SELECT STRAIGHT_JOIN pe.name, o.operation, COUNT(*)
-         FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
-         JOIN (${edgeRows}) pe
-         JOIN idempotency_records r
-           ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pe.lo AND r.expires_at < pe.hi
-        GROUP BY pe.name, o.operation`,
-    );
+    for (const failed of [false, true]) {
+      const some = edges.filter((e) => e.failed === failed);
+      if (!some.length) continue;
+      const edgeRows = some.map((e) => `SELECT ${p.add(e.name)} AS name, ${bound(e.lo)} AS lo, ${bound(e.hi)} AS hi`).join(" UNION ALL ");
+      branches.push(
+        `SELECT STRAIGHT_JOIN pe.name, o.operation, COUNT(*)
+           FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
+           JOIN (${edgeRows}) pe
+           JOIN idempotency_records r
+             ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pe.lo AND r.expires_at < pe.hi${onlyFailed(failed)}
+          GROUP BY pe.name, o.operation`,
+      );
+    }
   }
   const text = `WITH iv AS (${ivRows})
     SELECT x.name, x.operation, CAST(SUM(x.n) AS SIGNED) AS n FROM (

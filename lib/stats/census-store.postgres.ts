@@ -77,13 +77,14 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     const hi = iv.to ? iv.to.getTime() : Infinity;
     if (!(lo < hi)) continue;
     const name = p.add(iv.name);
+    const [count, corrected, status] = iv.failed ? ["c.failed", "k.f", ` AND r.status = 'failed'`] : ["c.count", "k.n", ""];
     const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
     const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
     const edges: [number, number][] = [];
     if (wholeLo < wholeHi) {
       branches.push(
-        `SELECT ${name}::text AS name, c.operation, c.count AS n FROM record_census c WHERE ${range("c.expires_hour", wholeLo, wholeHi)}${op ? ` AND c.operation = ${op}` : ""}`,
-        `SELECT ${name}::text, k.operation, k.n FROM corr k WHERE ${range("k.expires_at", wholeLo, wholeHi)}`,
+        `SELECT ${name}::text AS name, c.operation, ${count} AS n FROM record_census c WHERE ${range("c.expires_hour", wholeLo, wholeHi)}${op ? ` AND c.operation = ${op}` : ""}`,
+        `SELECT ${name}::text, k.operation, ${corrected} FROM corr k WHERE ${range("k.expires_at", wholeLo, wholeHi)}`,
       );
       edges.push([lo, wholeLo], [wholeHi, hi]);
     } else {
@@ -91,9 +92,10 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     }
     for (const [a, b] of edges) {
       if (!(a < b)) continue;
-      // A partial hour: one index-only range of (operation, expires_at) per operation.
+      // A partial hour: one index-only range of (operation, expires_at) per operation (the failed
+      // records' also reads the rows, for their status: less than an hour's records).
       branches.push(
-        `SELECT ${name}::text, o.operation, (SELECT count(*) FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", a, b)}) FROM ops o`,
+        `SELECT ${name}::text, o.operation, (SELECT count(*) FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", a, b)}${status}) FROM ops o`,
       );
     }
   }

@@ -9,6 +9,8 @@ export interface ExpiryInterval {
   name: string;
   from: Date | null;
   to: Date | null;
+  /** Count only the failed records of the interval (the census's failed counts; the partial hours read the status). */
+  failed?: boolean;
 }
 
 /** How the records of one apply differed from their members. */

@@ -30,7 +30,8 @@ export type { AppliedChanges, ExpiryInterval };
  * - Readers (countByExpiry) add the same correction for the records touched since the
  *   last refresh — +1 where the record is now, −1 where its member is — so every count is
  *   exact at any moment, in one statement, and agrees with a plain count over the records
- *   (the Expiry screen) for everything that comes with an event or a new record.
+ *   (a scope's Expiry page; test/records-stats.test.ts) for everything that comes with an event
+ *   or a new record. Without a scope the Expiry page counts from the census too (ADR 0017).
  * - What comes with none of those (a DELETE or an UPDATE of expires_at by hand and no event
  *   after it, a status set to failed without an event or updated_at) is found by the sweep — every refresh re-checks the next CENSUS_SWEEP_RECORDS
  *   records by primary key, round the table — and by verifyRecordCensus (O(records), daily

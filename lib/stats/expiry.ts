@@ -1,9 +1,13 @@
 import { z } from "zod";
+import type { ReadDatabase } from "../db/client";
+import { isServerMode } from "../db/config";
 import type { SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
-import { loadRules } from "../retention/rules";
+import { cutoff, loadRules, recordCutoff, type PolicyRule } from "../retention/rules";
 import { optional } from "../kernel/input";
-import { statsStore } from "./store";
+import { countRecordsByExpiry, type ExpiryInterval } from "./census";
+import { inSnapshot } from "./overview";
+import { statsStore, type ExpiredRow } from "./store";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired
@@ -16,8 +20,10 @@ import { statsStore } from "./store";
  *   lib/retention/eligibility.ts: past the policy's window, completed/failed, no legal
  *   hold on the record or its scope, no open reconciliation item, no compensation in
  *   progress, no unsent outbox message; read-only here) and the oldest expiry.
- * Index use: expires_at (a range per question). The statements: store.ts and
- * store.postgres.ts (expirySql).
+ * Without a scope, the day histogram and the expired groups come from the record census
+ * (expiringPerDayFromCensus, expiredFromCensus; ADR 0017); with one, plain counts of the scope's
+ * records. Index use: expires_at (a range per
+ * question). The statements: store.ts, store.postgres.ts and store.mysql.ts (expirySql).
  */
 
 const HOUR_MS = 3_600_000;
@@ -68,12 +74,23 @@ function histogram(rows: { i: number; n: bigint }[], now: Date, stepMs: number, 
   }));
 }
 
-export async function expiryStats(sql: SqlExecutor, q: ExpiryQuery & { now?: Date } = {}): Promise<ExpiryStats> {
+/**
+ * The Expiry page's numbers. The histograms and the expired groups are read at once on separate
+ * connections; the expired groups' statements from the census (which subtract one another's
+ * counts) in one snapshot on one session, on a database server.
+ */
+export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "withSession">, q: ExpiryQuery & { now?: Date } = {}): Promise<ExpiryStats> {
   const now = q.now ?? new Date();
-  const rules = await loadRules(sql);
-  const store = statsStore(sql);
+  const rules = await loadRules(read.sql);
+  const store = statsStore(read.sql);
   const f = { operation: q.operation, scope: q.scope };
-  const [hours, days, expired] = await Promise.all([store.expiringPerHour(f, now), store.expiringPerDay(f, now), store.expiredGroups(f, now, rules)]);
+  const [hours, days, expired] = await Promise.all([
+    store.expiringPerHour(f, now),
+    q.scope === undefined ? expiringPerDayFromCensus(read.sql, q.operation, now) : store.expiringPerDay(f, now),
+    q.scope === undefined
+      ? read.withSession((s) => inSnapshot(s, isServerMode(read.mode), () => expiredFromCensus(s, q.operation, now, rules)))
+      : store.expiredGroups(f, now, rules),
+  ]);
   const next24h = histogram(hours, now, HOUR_MS, 24);
   const next30d = histogram(days, now, DAY_MS, 30);
   const groups = expired.map((g) => ({
@@ -93,4 +110,80 @@ export async function expiryStats(sql: SqlExecutor, q: ExpiryQuery & { now?: Dat
     expiringNext30d: next30d.reduce((s, b) => s + b.count, 0),
     expired: { total: groups.reduce((s, g) => s + g.count, 0), purgeable: groups.reduce((s, g) => s + g.purgeable, 0), groups },
   };
+}
+
+/** Records expiring per day of the next 30 days without a scope, from the record census (ADR 0017): whole hours from the census, the partial hours at the days' edges from the records. */
+async function expiringPerDayFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date): Promise<{ i: number; n: bigint }[]> {
+  const days: ExpiryInterval[] = Array.from({ length: 30 }, (_, i) => ({
+    name: String(i),
+    from: new Date(now.getTime() + i * DAY_MS),
+    to: new Date(now.getTime() + (i + 1) * DAY_MS),
+  }));
+  const perDay = new Map<number, bigint>();
+  for (const c of await countRecordsByExpiry(sql, days, { operation })) perDay.set(Number(c.name), (perDay.get(Number(c.name)) ?? 0n) + BigInt(c.count));
+  return [...perDay].map(([i, n]) => ({ i, n }));
+}
+
+/**
+ * The expired groups without a scope, from the record census (ADR 0017) instead of every expired
+ * record — the same rows as the plain statement (expiredGroups, part "all"), which the tests
+ * compare them with:
+ * - all and failed records per operation expired at `now` and past each policy's window: the
+ *   census, corrected for touched records, plus the partial hours at the edges;
+ * - processing and pending: read (the unsettled-status index), with their holds, items, window;
+ * - completed = all − failed − processing − pending; of the completed and failed, held and with
+ *   an open item from the records a protection may keep (their ids from the protections' side),
+ *   and purgeable = past the window − those of them past it that a protection keeps;
+ * - the oldest expiry of each: an ordered range of (operation, expires_at) up to the first one.
+ * Cost: the census's rows, the unsettled records, the protected ones — not the expired backlog.
+ */
+async function expiredFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, rules: readonly PolicyRule[]): Promise<ExpiredRow[]> {
+  const store = statsStore(sql);
+  const cutoffs = [...new Set(rules.flatMap((r) => (r.enabled ? [cutoff(now, r.keepRecordsDays).getTime()] : [])))];
+  const windowName = (ms: number) => `window:${ms}`;
+  const intervals: ExpiryInterval[] = [null, ...cutoffs].flatMap((ms) => {
+    const [name, to] = ms === null ? ["expired", now] : [windowName(ms), new Date(Math.min(ms, now.getTime()))];
+    return [
+      { name, from: null, to },
+      { name: `${name}:failed`, from: null, to, failed: true },
+    ];
+  });
+  const f = { operation, scope: undefined };
+  const [census, unsettled, kept] = await Promise.all([
+    countRecordsByExpiry(sql, intervals, { operation }),
+    store.expiredGroups(f, now, rules, "unsettled"),
+    store.expiredGroups(f, now, rules, "protected"),
+  ]);
+  const counted = new Map(census.map((c) => [`${c.name}|${c.operation}`, c.count]));
+  const count = (name: string, op: string) => counted.get(`${name}|${op}`) ?? 0;
+  const find = (rows: ExpiredRow[], op: string, status: string) => rows.find((r) => r.operation === op && r.status === status);
+  const operations = [...new Set(census.filter((c) => c.name === "expired").map((c) => c.operation))].sort();
+  const settled: ExpiredRow[] = [];
+  for (const op of operations) {
+    const ends = recordCutoff(rules, op, now);
+    const window = ends === null ? null : windowName(ends.getTime());
+    const unsettledOf = unsettled.filter((r) => r.operation === op);
+    const sum = (pick: (r: ExpiredRow) => bigint) => unsettledOf.reduce((n, r) => n + BigInt(pick(r)), 0n);
+    const failed = BigInt(count("expired:failed", op));
+    const failedPast = window === null ? 0n : BigInt(count(`${window}:failed`, op));
+    const byStatus = {
+      completed: {
+        n: BigInt(count("expired", op)) - failed - sum((r) => r.n),
+        past: window === null ? 0n : BigInt(count(window, op)) - failedPast - sum((r) => r.pastWindow),
+      },
+      failed: { n: failed, past: failedPast },
+    };
+    for (const status of ["completed", "failed"] as const) {
+      const { n, past } = byStatus[status];
+      if (n <= 0n) continue;
+      const k = find(kept, op, status);
+      const purgeable = window === null ? 0n : past - BigInt(k?.pastWindow ?? 0n) + BigInt(k?.purgeable ?? 0n);
+      settled.push({ operation: op, status, n, held: BigInt(k?.held ?? 0n), open: BigInt(k?.open ?? 0n), purgeable, pastWindow: past, oldest: now });
+    }
+  }
+  const oldest = await store.oldestExpired(settled, now);
+  for (const g of settled) g.oldest = oldest.find((o) => o.operation === g.operation && o.status === g.status)?.oldest ?? g.oldest;
+  const order = (a: ExpiredRow, b: ExpiredRow) =>
+    a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : a.status < b.status ? -1 : a.status > b.status ? 1 : 0;
+  return [...settled, ...unsettled].sort(order);
 }

@@ -3,7 +3,8 @@ import { Params, plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import type { StuckThresholds } from "../records/config";
-import { recordEligibleSql } from "../retention/eligibility.mysql";
+import { protectedRecordIdsSql } from "../retention/eligibility";
+import { recordEligibleSql, recordWindowSql } from "../retention/eligibility.mysql";
 import type { PolicyRule } from "../retention/rules";
 import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.mysql";
@@ -15,6 +16,7 @@ import {
   foldActive,
   type ActiveGroupRow,
   type ConflictGroupRow,
+  type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
   type OverviewReads,
@@ -242,22 +244,41 @@ export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
 
 /**
  * Expired records by operation and status, with what a purge under `rules` would remove now
- * (lib/retention/eligibility.ts); the open items' record ids read once (a derived table MariaDB
- * materializes with a key), not a probe of the items per expired record, as on PostgreSQL.
+ * (lib/retention/eligibility.ts) and how many are past their policy's window; the open items'
+ * record ids read once (a derived table MariaDB materializes with a key), not a probe of the items
+ * per expired record, as on PostgreSQL. `part` as there (ExpiredPart, store.ts).
  */
-export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
+export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; part?: ExpiredPart }): Statement {
   const p = new Params(MYSQL);
-  // Placeholders in the order of the text: the select list's eligibility, the open items', then the range's.
+  // Placeholders in the order of the text: the select list's eligibility and window, the protected ids', the open items', then the range's.
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
+  const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
+  const from = q.part === "protected" ? `(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id` : "idempotency_records r";
   const open = `(SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)}))`;
+  const statuses = { all: "", unsettled: ` AND r.status IN ('processing', 'pending')`, protected: ` AND r.status IN ('completed', 'failed')` }[q.part ?? "all"];
   const text = `SELECT r.operation, r.status, COUNT(*) AS n,
                     COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
                     COUNT(o.record_id) AS "open",
                     COUNT(CASE WHEN ${eligible} THEN 1 END) AS purgeable,
+                    COUNT(CASE WHEN ${pastWindow} THEN 1 END) AS pastWindow,
                     MIN(r.expires_at) AS oldest
-               FROM idempotency_records r LEFT JOIN ${open} o ON o.record_id = r.id
-              WHERE r.expires_at < ${p.add(q.now)}${recordFilters(p, q)}
+               FROM ${from} LEFT JOIN ${open} o ON o.record_id = r.id
+              WHERE r.expires_at < ${p.add(q.now)}${statuses}${recordFilters(p, q)}
               GROUP BY r.operation, r.status ORDER BY r.operation, r.status`;
+  return { text, values: p.values };
+}
+
+/** The earliest expiry of each (operation, status) of `groups` among the records expired at `now`: an ordered range of (operation, expires_at) each, up to the first record of the status. */
+export function oldestExpiredSql(groups: readonly { operation: string; status: string }[], now: Date): Statement {
+  const p = new Params(MYSQL);
+  const text = groups
+    .map(
+      (g) => `SELECT ${p.add(g.operation)} AS operation, ${p.add(g.status)} AS status,
+              (SELECT r.expires_at FROM idempotency_records r FORCE INDEX (idempotency_records_operation_expires_at_idx)
+                WHERE r.operation = ${p.add(g.operation)} AND r.expires_at < ${p.add(now)} AND r.status = ${p.add(g.status)}
+                ORDER BY r.expires_at LIMIT 1) AS oldest`,
+    )
+    .join("\n UNION ALL ");
   return { text, values: p.values };
 }
 
@@ -330,6 +351,8 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
 
     expiringPerHour: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "hour")),
     expiringPerDay: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "day")),
-    expiredGroups: (f, now, rules) => q<ExpiredRow>(expiredSql({ ...f, now, rules })),
+    expiredGroups: (f, now, rules, part) => q<ExpiredRow>(expiredSql({ ...f, now, rules, part })),
+    oldestExpired: (groups, now) =>
+      groups.length ? q<{ operation: string; status: string; oldest: Date }>(oldestExpiredSql(groups, now)) : Promise.resolve([]),
   };
 }

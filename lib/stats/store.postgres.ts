@@ -3,7 +3,8 @@ import { cursorTimeSql } from "../db/paging";
 import { paramList, plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
-import { recordEligibleSql } from "../retention/eligibility.postgres";
+import { protectedRecordIdsSql } from "../retention/eligibility";
+import { recordEligibleSql, recordWindowSql } from "../retention/eligibility.postgres";
 import type { PolicyRule } from "../retention/rules";
 import type { DepartureRow } from "./census-store";
 import { DEPARTURES_SQL, recordCensusSql } from "./census-store.postgres";
@@ -15,6 +16,7 @@ import {
   foldActive,
   type ActiveGroupRow,
   type ConflictGroupRow,
+  type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
   type OverviewReads,
@@ -243,24 +245,45 @@ export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
 
 /**
  * Expired records by operation and status, with what a purge under `rules` would remove now
- * (lib/retention/eligibility.ts). Whether a record has an open reconciliation item: the open
- * items' record ids, read once and hashed — a probe of the items per expired record took two
- * thirds of the statement (10M records, 6M expired: 4.6–5.1 → 1.5–1.8 s).
+ * (lib/retention/eligibility.ts) and how many are past their policy's window. Whether a record
+ * has an open reconciliation item: the open items' record ids, read once and hashed — a probe of
+ * the items per expired record took two thirds of the statement (10M records, 6M expired: 4.6–5.1
+ * → 1.5–1.8 s). `part` (ExpiredPart, store.ts): every expired record, the processing and pending
+ * ones (the unsettled-status index), or the settled ones a protection may keep (their ids from
+ * the protections' side: protectedRecordIdsSql, then a primary-key probe each).
  */
-export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
+export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; part?: ExpiredPart }): Statement {
   const { p, now, and } = expiryBase(q);
   const states = p.add([...OPEN_RECONCILIATION_STATES]);
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
+  const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
+  const from = q.part === "protected" ? `(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id` : "idempotency_records r";
+  const statuses = { all: "", unsettled: ` AND r.status IN ('processing', 'pending')`, protected: ` AND r.status IN ('completed', 'failed')` }[q.part ?? "all"];
   return {
     text: `SELECT r.operation, r.status, count(*)::bigint AS n,
                     count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
                     count(o.record_id)::bigint AS open,
                     count(*) FILTER (WHERE ${eligible})::bigint AS purgeable,
+                    count(*) FILTER (WHERE ${pastWindow})::bigint AS "pastWindow",
                     min(r.expires_at) AS oldest
-               FROM idempotency_records r
+               FROM ${from}
                LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])) o ON o.record_id = r.id
-              WHERE r.expires_at < ${now}::timestamptz${and}
+              WHERE r.expires_at < ${now}::timestamptz${statuses}${and}
               GROUP BY 1, 2 ORDER BY 1, 2`,
+    values: p.values,
+  };
+}
+
+/** The earliest expiry of each (operation, status) of `groups` among the records expired at `now`: an ordered range of (operation, expires_at) each, up to the first record of the status. */
+export function oldestExpiredSql(groups: readonly { operation: string; status: string }[], now: Date): Statement {
+  const p = paramList();
+  return {
+    text: `SELECT g.operation, g.status, o.oldest
+             FROM unnest(${p.add(groups.map((g) => g.operation))}::text[], ${p.add(groups.map((g) => g.status))}::text[]) g(operation, status)
+             CROSS JOIN LATERAL (
+               SELECT r.expires_at AS oldest FROM idempotency_records r
+                WHERE r.operation = g.operation AND r.status = g.status AND r.expires_at < ${p.add(now)}::timestamptz
+                ORDER BY r.expires_at LIMIT 1) o`,
     values: p.values,
   };
 }
@@ -375,6 +398,8 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
 
     expiringPerHour: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "hour")),
     expiringPerDay: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "day")),
-    expiredGroups: (f, now, rules) => q<ExpiredRow>(expiredSql({ ...f, now, rules })),
+    expiredGroups: (f, now, rules, part) => q<ExpiredRow>(expiredSql({ ...f, now, rules, part })),
+    oldestExpired: (groups, now) =>
+      groups.length ? q<{ operation: string; status: string; oldest: Date }>(oldestExpiredSql(groups, now)) : Promise.resolve([]),
   };
 }

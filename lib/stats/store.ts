@@ -138,8 +138,17 @@ export interface ExpiredRow {
   held: bigint;
   open: bigint;
   purgeable: bigint;
+  /** Past the window of its operation's policy (lib/retention/eligibility.ts), whatever else keeps it. */
+  pastWindow: bigint;
   oldest: Date;
 }
+
+/**
+ * Which expired records an expiredGroups statement reads: every one (a scope's Expiry page, and the
+ * plain count the census-based page is checked against), the processing and pending ones, or the
+ * completed and failed ones a protection may keep (lib/retention/eligibility.ts protectedRecordIdsSql).
+ */
+export type ExpiredPart = "all" | "unsettled" | "protected";
 
 /**
  * The statements of the read screens (ADR 0011): the overview, the metrics scrape, the
@@ -168,8 +177,10 @@ export interface StatsStore {
   expiringPerHour(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
   /** Records expiring in the next 30 days per day from `now` (i = 0 … 29). */
   expiringPerDay(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
-  /** Expired records by operation and status: held, with an open reconciliation item, purgeable now under `rules`, oldest expiry. */
-  expiredGroups(f: RecordFilter, now: Date, rules: readonly PolicyRule[]): Promise<ExpiredRow[]>;
+  /** Expired records by operation and status (of `part`, default all): held, with an open reconciliation item, purgeable now under `rules`, past the window, oldest expiry. */
+  expiredGroups(f: RecordFilter, now: Date, rules: readonly PolicyRule[], part?: ExpiredPart): Promise<ExpiredRow[]>;
+  /** The earliest expires_at before `now` of each (operation, status) in `groups`. */
+  oldestExpired(groups: readonly { operation: string; status: string }[], now: Date): Promise<{ operation: string; status: string; oldest: Date }[]>;
 }
 
 export function statsStore(ex: SqlExecutor): StatsStore {

@@ -9,7 +9,7 @@ import { expiryQuerySchema, expiryStats } from "@/lib/stats/expiry";
  */
 export const GET = apiRoute(
   { access: "stats.read", summary: "Expiry histogram, expired-not-purged and retention preview", query: expiryQuerySchema, reads: "replica" },
-  async ({ query, read }) => jsonResponse(await expiryStats(read.sql, query)),
+  async ({ query, read }) => jsonResponse(await expiryStats(read, query)),
 );
 
 const refuse = methodNotAllowed(["GET"]);
