@@ -7,7 +7,10 @@ import { IdempotencyStore } from "@/lib/idempotency";
 import { mulberry32 } from "@/lib/demo/traffic-plan";
 import { startPurge } from "@/lib/retention/runs";
 import { workRun } from "@/lib/retention/worker";
+import { loadRules } from "@/lib/retention/rules";
 import { countRecordsByExpiry, type ExpiryInterval } from "@/lib/stats/census";
+import { expiredGroupsFromCensus } from "@/lib/stats/expiry";
+import { statsStore, type ExpiredRow } from "@/lib/stats/store";
 import { refreshRollups, verifyRecordCensus } from "@/lib/stats/rollups";
 import { eventCountsSql as mysqlEventCountsSql } from "@/lib/stats/rollup-store.mysql";
 import { eventCountsSql as postgresEventCountsSql } from "@/lib/stats/rollup-store.postgres";
@@ -300,6 +303,7 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     // plain count, in one snapshot, again and again while all of the above goes on: exact at any
     // moment, not only afterwards (every failure here sets updated_at, as the protocol asks).
     const failedMismatches: string[] = [];
+    const expiredMismatches: string[] = [];
     const sampler = async () => {
       while (running) {
         await sleep(100);
@@ -317,6 +321,15 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
             );
             if (JSON.stringify(census, Object.keys(census).sort()) !== JSON.stringify(plain, Object.keys(plain).sort()))
               failedMismatches.push(JSON.stringify({ census, plain }));
+            // The Expiry page's expired groups from the census (ADR 0017) against the plain count, in the same snapshot.
+            const now = new Date();
+            const rules = await loadRules(s);
+            const text = (rows: ExpiredRow[]) => JSON.stringify(rows, (_, v) => (typeof v === "bigint" ? Number(v) : v));
+            const groups = {
+              census: text(await expiredGroupsFromCensus(s, undefined, now, rules)),
+              plain: text(await statsStore(s).expiredGroups({}, now, rules)),
+            };
+            if (groups.census !== groups.plain) expiredMismatches.push(JSON.stringify(groups));
           }),
         );
         stats.samples++;
@@ -411,6 +424,7 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     expect(stats.failed).toBeGreaterThan(20);
     expect(stats.samples).toBeGreaterThan(20);
     expect(failedMismatches).toEqual([]);
+    expect(expiredMismatches).toEqual([]);
     if (purging) expect(stats.purged).toBeGreaterThan(0);
 
     // Event side: every event counted exactly once, in every tier.

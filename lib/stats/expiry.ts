@@ -21,7 +21,7 @@ import { statsStore, type ExpiredRow } from "./store";
  *   hold on the record or its scope, no open reconciliation item, no compensation in
  *   progress, no unsent outbox message; read-only here) and the oldest expiry.
  * Without a scope, the day histogram and the expired groups come from the record census
- * (expiringPerDayFromCensus, expiredFromCensus; ADR 0017); with one, plain counts of the scope's
+ * (expiringPerDayFromCensus, expiredGroupsFromCensus; ADR 0017); with one, plain counts of the scope's
  * records. Index use: expires_at (a range per
  * question). The statements: store.ts, store.postgres.ts and store.mysql.ts (expirySql).
  */
@@ -88,7 +88,7 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
     store.expiringPerHour(f, now),
     q.scope === undefined ? expiringPerDayFromCensus(read.sql, q.operation, now) : store.expiringPerDay(f, now),
     q.scope === undefined
-      ? read.withSession((s) => inSnapshot(s, isServerMode(read.mode), () => expiredFromCensus(s, q.operation, now, rules)))
+      ? read.withSession((s) => inSnapshot(s, isServerMode(read.mode), () => expiredGroupsFromCensus(s, q.operation, now, rules)))
       : store.expiredGroups(f, now, rules),
   ]);
   const next24h = histogram(hours, now, HOUR_MS, 24);
@@ -136,8 +136,9 @@ async function expiringPerDayFromCensus(sql: SqlExecutor, operation: string | un
  *   and purgeable = past the window − those of them past it that a protection keeps;
  * - the oldest expiry of each: an ordered range of (operation, expires_at) up to the first one.
  * Cost: the census's rows, the unsettled records, the protected ones — not the expired backlog.
+ * `sql` must be one session in one snapshot for the counts to agree under concurrent writers (expiryStats).
  */
-async function expiredFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, rules: readonly PolicyRule[]): Promise<ExpiredRow[]> {
+export async function expiredGroupsFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, rules: readonly PolicyRule[]): Promise<ExpiredRow[]> {
   const store = statsStore(sql);
   const cutoffs = [...new Set(rules.flatMap((r) => (r.enabled ? [cutoff(now, r.keepRecordsDays).getTime()] : [])))];
   const windowName = (ms: number) => `window:${ms}`;
