@@ -3,7 +3,7 @@ import { provideDatabase } from "@/lib/db/client";
 import { byDialect } from "@/lib/db/dialect";
 import { generateDemoTraffic, type DemoSummary } from "@/lib/demo/traffic";
 import { bucketStarts, conflictStats, type ConflictEvent, type ConflictsInput } from "@/lib/stats/conflicts";
-import { expiryStats } from "@/lib/stats/expiry";
+import { expiredGroup, expiryStats } from "@/lib/stats/expiry";
 import { refreshRollups } from "@/lib/stats/rollups";
 import { statsStore } from "@/lib/stats/store";
 import { loadRules } from "@/lib/retention/rules";
@@ -243,17 +243,7 @@ describe("expiry", () => {
             [now, now, op, op, scope, scope],
           ),
       })();
-      expect(s.expired.groups).toEqual(
-        truth.map((t) => ({
-          operation: t.operation,
-          status: t.status,
-          count: Number(t.n),
-          legalHold: Number(t.held),
-          openReconciliation: Number(t.open),
-          purgeable: Number(t.purgeable),
-          oldestExpiresAt: t.oldest,
-        })),
-      );
+      expect(s.expired.groups).toEqual(truth.map(expiredGroup));
     }
     const all = await expiryStats(db, { now });
     // The demo traffic's own tally (taken when each record was created, relative to the same now).
@@ -316,17 +306,7 @@ describe("expiry", () => {
         plain.length,
         JSON.stringify(plain, (_, v) => (typeof v === "bigint" ? Number(v) : v)),
       ).toBeGreaterThanOrEqual(3);
-      expect(fromCensus.expired.groups).toEqual(
-        plain.map((t) => ({
-          operation: t.operation,
-          status: t.status,
-          count: Number(t.n),
-          legalHold: Number(t.held),
-          openReconciliation: Number(t.open),
-          purgeable: Number(t.purgeable),
-          oldestExpiresAt: t.oldest,
-        })),
-      );
+      expect(fromCensus.expired.groups).toEqual(plain.map(expiredGroup));
       return fromCensus.expired;
     };
     const policies = [

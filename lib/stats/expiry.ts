@@ -65,6 +65,17 @@ export interface ExpiryStats {
   expired: { total: number; purgeable: number; groups: ExpiredGroup[] };
 }
 
+/** An expired group as the page shows it, from its statement's row. */
+export const expiredGroup = (g: Omit<ExpiredRow, "pastWindow">): ExpiredGroup => ({
+  operation: g.operation,
+  status: g.status,
+  count: Number(g.n),
+  legalHold: Number(g.held),
+  openReconciliation: Number(g.open),
+  purgeable: Number(g.purgeable),
+  oldestExpiresAt: g.oldest,
+});
+
 function histogram(rows: { i: number; n: bigint }[], now: Date, stepMs: number, buckets: number): ExpiryBucket[] {
   const counts = new Map(rows.map((r) => [Number(r.i), Number(r.n)]));
   return Array.from({ length: buckets }, (_, i) => ({
@@ -93,15 +104,7 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
   ]);
   const next24h = histogram(hours, now, HOUR_MS, 24);
   const next30d = histogram(days, now, DAY_MS, 30);
-  const groups = expired.map((g) => ({
-    operation: g.operation,
-    status: g.status,
-    count: Number(g.n),
-    legalHold: Number(g.held),
-    openReconciliation: Number(g.open),
-    purgeable: Number(g.purgeable),
-    oldestExpiresAt: g.oldest,
-  }));
+  const groups = expired.map(expiredGroup);
   return {
     asOf: now,
     next24h,
