@@ -118,13 +118,17 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
   }
   const edges = partial.filter((e) => e.lo < e.hi);
   if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a partial hour has an open end");
-  // The failed records' partial hours read the rows too, for their status (less than an hour's records).
+  // The failed records' partial hours read the rows too, for their status (less than an hour's
+  // records), still by their range of (operation, expires_at): with the status in the condition
+  // MariaDB would take the status index and read every failed record of the operation (1M records:
+  // 36 s instead of 0.1 s).
   const onlyFailed = (failed: boolean) => (failed ? ` AND r.status = 'failed'` : "");
+  const records = (failed: boolean) => `idempotency_records r${failed ? " FORCE INDEX (idempotency_records_operation_expires_at_idx)" : ""}`;
   if (op !== undefined) {
     for (const e of edges) {
       const name = p.add(e.name); // before the range's values: they bind in text order
       branches.push(
-        `SELECT ${name}, r.operation, COUNT(*) FROM idempotency_records r
+        `SELECT ${name}, r.operation, COUNT(*) FROM ${records(e.failed)}
           WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(e.lo))} AND r.expires_at < ${p.add(new Date(e.hi))}${onlyFailed(e.failed)} GROUP BY r.operation`,
       );
     }
@@ -142,7 +146,7 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
         `SELECT STRAIGHT_JOIN pe.name, o.operation, COUNT(*)
            FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
            JOIN (${edgeRows}) pe
-           JOIN idempotency_records r
+           JOIN ${records(failed)}
              ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pe.lo AND r.expires_at < pe.hi${onlyFailed(failed)}
           GROUP BY pe.name, o.operation`,
       );

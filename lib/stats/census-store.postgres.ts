@@ -77,7 +77,7 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     const hi = iv.to ? iv.to.getTime() : Infinity;
     if (!(lo < hi)) continue;
     const name = p.add(iv.name);
-    const [count, corrected, status] = iv.failed ? ["c.failed", "k.f", ` AND r.status = 'failed'`] : ["c.count", "k.n", ""];
+    const [count, corrected, counted] = iv.failed ? ["c.failed", "k.f", `count(*) FILTER (WHERE r.status = 'failed')`] : ["c.count", "k.n", "count(*)"];
     const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
     const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
     const edges: [number, number][] = [];
@@ -92,10 +92,12 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     }
     for (const [a, b] of edges) {
       if (!(a < b)) continue;
-      // A partial hour: one index-only range of (operation, expires_at) per operation (the failed
-      // records' also reads the rows, for their status: less than an hour's records).
+      // A partial hour: one index-only range of (operation, expires_at) per operation. The failed
+      // records' also reads the rows, for their status (less than an hour's records): as a FILTER,
+      // not a condition, which would let the planner read every failed record of the operation from
+      // the unsettled-status index instead (10M records: 356 ms).
       branches.push(
-        `SELECT ${name}::text, o.operation, (SELECT count(*) FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", a, b)}${status}) FROM ops o`,
+        `SELECT ${name}::text, o.operation, (SELECT ${counted} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", a, b)}) FROM ops o`,
       );
     }
   }
