@@ -21,9 +21,9 @@ import { statsStore, type ExpiredRow } from "./store";
  *   hold on the record or its scope, no open reconciliation item, no compensation in
  *   progress, no unsent outbox message; read-only here) and the oldest expiry.
  * Without a scope, the day histogram and the expired groups come from the record census
- * (expiringPerDayFromCensus, expiredGroupsFromCensus; ADR 0017); with one, plain counts of the scope's
- * records. Index use: expires_at (a range per
- * question). The statements: store.ts, store.postgres.ts and store.mysql.ts (expirySql).
+ * (expiringPerDayFromCensus, expiredGroupsFromCensus; ADR 0017); with one, plain counts of the
+ * scope's records. Index use: expires_at (a range per question). The statements: store.ts,
+ * store.postgres.ts and store.mysql.ts (expirySql).
  */
 
 const HOUR_MS = 3_600_000;
