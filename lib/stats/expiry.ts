@@ -185,7 +185,7 @@ export async function expiredGroupsFromCensus(sql: SqlExecutor, operation: strin
       settled.push({ operation: op, status, n, held: BigInt(k?.held ?? 0n), open: BigInt(k?.open ?? 0n), purgeable, pastWindow: past, oldest: now });
     }
   }
-  const oldest = await store.oldestExpired(settled, now);
+  const oldest = settled.length ? await store.oldestExpired(settled, now) : [];
   for (const g of settled) g.oldest = oldest.find((o) => o.operation === g.operation && o.status === g.status)?.oldest ?? g.oldest;
   const order = (a: ExpiredRow, b: ExpiredRow) =>
     a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : a.status < b.status ? -1 : a.status > b.status ? 1 : 0;

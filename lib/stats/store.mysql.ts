@@ -16,6 +16,7 @@ import {
   foldActive,
   type ActiveGroupRow,
   type ConflictGroupRow,
+  EXPIRED_PART_STATUSES,
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
@@ -255,7 +256,7 @@ export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; pa
   const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
   const from = q.part === "protected" ? `(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id` : "idempotency_records r";
   const open = `(SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)}))`;
-  const statuses = { all: "", unsettled: ` AND r.status IN ('processing', 'pending')`, protected: ` AND r.status IN ('completed', 'failed')` }[q.part ?? "all"];
+  const statuses = EXPIRED_PART_STATUSES[q.part ?? "all"];
   const text = `SELECT r.operation, r.status, COUNT(*) AS n,
                     COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
                     COUNT(o.record_id) AS "open",
@@ -352,7 +353,6 @@ export function mysqlStatsStore(ex: SqlExecutor): StatsStore {
     expiringPerHour: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "hour")),
     expiringPerDay: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "day")),
     expiredGroups: (f, now, rules, part) => q<ExpiredRow>(expiredSql({ ...f, now, rules, part })),
-    oldestExpired: (groups, now) =>
-      groups.length ? q<{ operation: string; status: string; oldest: Date }>(oldestExpiredSql(groups, now)) : Promise.resolve([]),
+    oldestExpired: (groups, now) => q<{ operation: string; status: string; oldest: Date }>(oldestExpiredSql(groups, now)),
   };
 }

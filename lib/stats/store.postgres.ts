@@ -16,6 +16,7 @@ import {
   foldActive,
   type ActiveGroupRow,
   type ConflictGroupRow,
+  EXPIRED_PART_STATUSES,
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
@@ -258,7 +259,7 @@ export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; pa
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
   const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
   const from = q.part === "protected" ? `(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id` : "idempotency_records r";
-  const statuses = { all: "", unsettled: ` AND r.status IN ('processing', 'pending')`, protected: ` AND r.status IN ('completed', 'failed')` }[q.part ?? "all"];
+  const statuses = EXPIRED_PART_STATUSES[q.part ?? "all"];
   return {
     text: `SELECT r.operation, r.status, count(*)::bigint AS n,
                     count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
@@ -399,7 +400,6 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
     expiringPerHour: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "hour")),
     expiringPerDay: (f, now) => q<{ i: number; n: bigint }>(expiringSql({ ...f, now }, "day")),
     expiredGroups: (f, now, rules, part) => q<ExpiredRow>(expiredSql({ ...f, now, rules, part })),
-    oldestExpired: (groups, now) =>
-      groups.length ? q<{ operation: string; status: string; oldest: Date }>(oldestExpiredSql(groups, now)) : Promise.resolve([]),
+    oldestExpired: (groups, now) => q<{ operation: string; status: string; oldest: Date }>(oldestExpiredSql(groups, now)),
   };
 }

@@ -150,6 +150,13 @@ export interface ExpiredRow {
  */
 export type ExpiredPart = "all" | "unsettled" | "protected";
 
+/** The condition each ExpiredPart adds to an expiredGroups statement (records aliased `r`). */
+export const EXPIRED_PART_STATUSES: Record<ExpiredPart, string> = {
+  all: "",
+  unsettled: ` AND r.status IN ('processing', 'pending')`,
+  protected: ` AND r.status IN ('completed', 'failed')`,
+};
+
 /**
  * The statements of the read screens (ADR 0011): the overview, the metrics scrape, the
  * conflicts and the expiry screens. What they show and how the rows become numbers is
@@ -179,7 +186,7 @@ export interface StatsStore {
   expiringPerDay(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
   /** Expired records by operation and status (of `part`, default all): held, with an open reconciliation item, purgeable now under `rules`, past the window, oldest expiry. */
   expiredGroups(f: RecordFilter, now: Date, rules: readonly PolicyRule[], part?: ExpiredPart): Promise<ExpiredRow[]>;
-  /** The earliest expires_at before `now` of each (operation, status) in `groups`. */
+  /** The earliest expires_at before `now` of each (operation, status) in `groups` (at least one). */
   oldestExpired(groups: readonly { operation: string; status: string }[], now: Date): Promise<{ operation: string; status: string; oldest: Date }[]>;
 }
 
