@@ -103,7 +103,7 @@ const ALLOWED_UNDECLARED_INDEXES = [
   {
     table: "idempotency_records",
     name: "idempotency_records_unsettled_status_idx",
-    reason: "PostgreSQL's partial WHERE status <> 'completed' with INCLUDE (scope, id); full here, the scope a key column",
+    reason: "PostgreSQL's partial WHERE status <> 'completed' with INCLUDE (scope, id, expires_at, legal_hold); full here, the scope a key column",
   },
   { table: "purge_runs", name: "purge_runs_one_active_key", reason: "unique on the generated active_slot" },
   { table: "legal_holds", name: "legal_holds_active_scope_key", reason: "unique on the generated active_scope" },

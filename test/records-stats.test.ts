@@ -163,6 +163,37 @@ describe("conflicts", () => {
 
 const ids = (rows: { id: bigint }[]) => rows.map((r) => r.id.toString());
 
+/** Records expiring in [fromMs, toMs) of operation `op` and scope `scope` (null: any), counted directly. */
+async function expiringBetween(fromMs: number, toMs: number, op: string | null, scope: string | null): Promise<number> {
+  const [{ n }] = await byDialect(db, {
+    postgres: () =>
+      db.sql.query<{ n: bigint }>(
+        `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $2
+        AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`,
+        [new Date(fromMs), new Date(toMs), op, scope],
+      ),
+    mysql: () =>
+      db.sql.query<{ n: bigint }>(
+        `SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at >= ? AND expires_at < ? AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)`,
+        [new Date(fromMs), new Date(toMs), op, op, scope, scope],
+      ),
+  })();
+  return Number(n);
+}
+
+/** The 24-hour histogram's buckets: from `at` to `at` + 24 h without a gap, inner bounds on the UTC hour, each counted directly. */
+async function expectHourBuckets(buckets: { start: Date; end: Date; count: number }[], at: Date, op: string | null, scope: string | null) {
+  const t = at.getTime();
+  expect(buckets).toHaveLength(t % 3_600_000 === 0 ? 24 : 25);
+  expect(buckets[0].start.getTime()).toBe(t);
+  expect(buckets.at(-1)!.end.getTime()).toBe(t + DAY);
+  for (const [i, b] of buckets.entries()) {
+    if (i > 0) expect(b.start.getTime()).toBe(buckets[i - 1].end.getTime());
+    if (i > 0) expect(b.start.getTime() % 3_600_000).toBe(0);
+    expect(b.count, `${b.start.toISOString()} – ${b.end.toISOString()}`).toBe(await expiringBetween(b.start.getTime(), b.end.getTime(), op, scope));
+  }
+}
+
 describe("expiry", () => {
   it("histograms (next 24 h by hour, next 30 days by day) and expired-not-purged equal direct counts", async () => {
     // A legal hold and an open reconciliation item on expired completed records: not purgeable.
@@ -186,28 +217,9 @@ describe("expiry", () => {
       const s = await expiryStats(db, { now, ...filter });
       const op = (filter as { operation?: string }).operation ?? null;
       const scope = (filter as { scope?: string }).scope ?? null;
-      const count = async (fromMs: number, toMs: number) => {
-        const [{ n }] = await byDialect(db, {
-          postgres: () =>
-            db.sql.query<{ n: bigint }>(
-              `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1 AND expires_at < $2
-              AND ($3::text IS NULL OR operation = $3) AND ($4::text IS NULL OR scope = $4)`,
-              [new Date(fromMs), new Date(toMs), op, scope],
-            ),
-          mysql: () =>
-            db.sql.query<{ n: bigint }>(
-              `SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at >= ? AND expires_at < ? AND (? IS NULL OR operation = ?) AND (? IS NULL OR scope = ?)`,
-              [new Date(fromMs), new Date(toMs), op, op, scope, scope],
-            ),
-        })();
-        return Number(n);
-      };
-      expect(s.next24h).toHaveLength(24);
+      const count = (fromMs: number, toMs: number) => expiringBetween(fromMs, toMs, op, scope);
+      await expectHourBuckets(s.next24h, now, op, scope);
       expect(s.next30d).toHaveLength(30);
-      for (const [i, b] of s.next24h.entries()) {
-        expect(b.start.getTime()).toBe(now.getTime() + i * 3600_000);
-        expect(b.count).toBe(await count(b.start.getTime(), b.end.getTime()));
-      }
       for (const b of s.next30d) expect(b.count).toBe(await count(b.start.getTime(), b.end.getTime()));
       expect(s.expiringNext24h).toBe(await count(now.getTime(), now.getTime() + DAY));
       expect(s.expiringNext30d).toBe(await count(now.getTime(), now.getTime() + 30 * DAY));
@@ -301,6 +313,11 @@ describe("expiry", () => {
       const fromCensus = await expiryStats(db, { now: at, ...f });
       const days = await statsStore(db.sql).expiringPerDay(f, at);
       expect(fromCensus.next30d.map((d) => d.count)).toEqual(Array.from({ length: 30 }, (_, i) => Number(days.find((d) => Number(d.i) === i)?.n ?? 0)));
+      // The hours from the census (off the hour: a partial first and last bucket) and from the plain statement (with a scope).
+      const hours = await statsStore(db.sql).expiringPerHour(f, at);
+      expect(fromCensus.next24h.map((h) => h.count)).toEqual(fromCensus.next24h.map((_, i) => Number(hours.find((h) => Number(h.i) === i)?.n ?? 0)));
+      await expectHourBuckets(fromCensus.next24h, at, f.operation ?? null, null);
+      expect(fromCensus.expiringNext24h).toBeGreaterThan(0);
       expect(fromCensus.expiringNext30d).toBeGreaterThan(0);
       expect(
         plain.length,
@@ -354,7 +371,8 @@ describe("GET /api/v1/conflicts and /api/v1/expiry", () => {
     expect(body.trend).toHaveLength(21);
     const e = await call(expiry.GET, "/api/v1/expiry?operation=capture_payment", token);
     expect(e.status).toBe(200);
-    expect((await json(e)).next24h).toHaveLength(24);
+    const hours = (await json(e)).next24h as { start: string; end: string }[];
+    expect(Date.parse(hours.at(-1)!.end) - Date.parse(hours[0].start)).toBe(DAY);
 
     for (const qs of [
       "bucket=minute",

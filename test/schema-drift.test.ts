@@ -24,7 +24,8 @@ const ALLOWED_UNDECLARED_INDEXES: readonly AllowedIndex[] = [
   {
     table: "idempotency_records",
     name: "idempotency_records_unsettled_status_idx",
-    reason: "partial: WHERE status <> 'completed' (the small populations the overview and queue count), INCLUDE (scope, id)",
+    reason:
+      "partial: WHERE status <> 'completed' (the small populations the overview, queue and Expiry page count), INCLUDE (scope, id, expires_at, legal_hold)",
   },
   { table: "retention_policies", name: "retention_policies_operation_key", reason: "expression: one policy per operation and one default (NULL)" },
   { table: "purge_runs", name: "purge_runs_one_active_key", reason: "partial expression: at most one queued/running/cancelling run" },

@@ -148,7 +148,7 @@ export function ExpiryScreen() {
                 series={[{ key: "records", label: "records expiring" }]}
                 title={
                   span === "24h"
-                    ? `Records expiring per hour (UTC) from ${formatInstant(data.asOf, timeZone, { seconds: false })} (${fmtInt(data.expiringNext24h)} in all)`
+                    ? `Records expiring per clock hour (UTC) from ${formatInstant(data.asOf, timeZone, { seconds: false })} (${fmtInt(data.expiringNext24h)} in all)`
                     : `Records expiring per day (UTC) from ${formatInstant(data.asOf, timeZone, { seconds: false })} (${fmtInt(data.expiringNext30d)} in all)`
                 }
                 yFormat={(v) => fmtInt(v)}

@@ -7,21 +7,23 @@ import { cutoff, loadRules, recordCutoff, type PolicyRule } from "../retention/r
 import { optional } from "../kernel/input";
 import { countRecordsByExpiry, type ExpiryInterval } from "./census";
 import { inSnapshot } from "./overview";
-import { statsStore, type ExpiredRow } from "./store";
+import { startOfHour, statsStore, type ExpiredRow } from "./store";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired
  * but is still there.
- * - next 24 h by hour and next 30 days by day: buckets relative to `asOf`
- *   ([asOf + i·step, asOf + (i+1)·step)), so the hourly buckets add up to "expiring in
- *   the next 24 h" exactly;
+ * - next 24 h by UTC clock hour (the first from `asOf` to the next hour, the last from the hour
+ *   before `asOf` + 24 h to it: 25 buckets off the hour, 24 on it) and next 30 days by day from
+ *   `asOf` ([asOf + i·day, asOf + (i+1)·day)); either adds up to "expiring in the next 24 h /
+ *   30 days" exactly. Clock hours are the census's hours, so without a scope only the first and
+ *   last bucket read records;
  * - expired but not purged, by operation and status, with how many a retention purge
  *   would remove as of now under the current policies (THE eligibility condition of
  *   lib/retention/eligibility.ts: past the policy's window, completed/failed, no legal
  *   hold on the record or its scope, no open reconciliation item, no compensation in
  *   progress, no unsent outbox message; read-only here) and the oldest expiry.
- * Without a scope, the day histogram and the expired groups come from the record census
- * (expiringPerDayFromCensus, expiredGroupsFromCensus; ADR 0017); with one, plain counts of the
+ * Without a scope, the histograms and the expired groups come from the record census
+ * (expiringFromCensus, expiredGroupsFromCensus; ADR 0017); with one, plain counts of the
  * scope's records. Index use: expires_at (a range per question). The statements: store.ts,
  * store.postgres.ts and store.mysql.ts (expirySql).
  */
@@ -76,13 +78,21 @@ export const expiredGroup = (g: Omit<ExpiredRow, "pastWindow">): ExpiredGroup =>
   oldestExpiresAt: g.oldest,
 });
 
-function histogram(rows: { i: number; n: bigint }[], now: Date, stepMs: number, buckets: number): ExpiryBucket[] {
+type Span = "hour" | "day";
+
+/** The histogram's buckets from `now` (see the module comment): bucket i of the store's expiringPerHour / expiringPerDay rows. */
+export function expiryBuckets(now: Date, per: Span): { start: Date; end: Date }[] {
+  const t = now.getTime();
+  const bounds =
+    per === "day"
+      ? Array.from({ length: 31 }, (_, i) => t + i * DAY_MS)
+      : [t, ...Array.from({ length: 24 }, (_, i) => startOfHour(now).getTime() + (i + 1) * HOUR_MS).filter((b) => b < t + DAY_MS), t + DAY_MS];
+  return bounds.slice(1).map((end, i) => ({ start: new Date(bounds[i]), end: new Date(end) }));
+}
+
+function histogram(rows: { i: number; n: bigint }[], now: Date, per: Span): ExpiryBucket[] {
   const counts = new Map(rows.map((r) => [Number(r.i), Number(r.n)]));
-  return Array.from({ length: buckets }, (_, i) => ({
-    start: new Date(now.getTime() + i * stepMs),
-    end: new Date(now.getTime() + (i + 1) * stepMs),
-    count: counts.get(i) ?? 0,
-  }));
+  return expiryBuckets(now, per).map((b, i) => ({ ...b, count: counts.get(i) ?? 0 }));
 }
 
 /**
@@ -96,14 +106,14 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
   const store = statsStore(read.sql);
   const f = { operation: q.operation, scope: q.scope };
   const [hours, days, expired] = await Promise.all([
-    store.expiringPerHour(f, now),
-    q.scope === undefined ? expiringPerDayFromCensus(read.sql, q.operation, now) : store.expiringPerDay(f, now),
+    q.scope === undefined ? expiringFromCensus(read.sql, q.operation, now, "hour") : store.expiringPerHour(f, now),
+    q.scope === undefined ? expiringFromCensus(read.sql, q.operation, now, "day") : store.expiringPerDay(f, now),
     q.scope === undefined
       ? read.withSession((s) => inSnapshot(s, isServerMode(read.mode), () => expiredGroupsFromCensus(s, q.operation, now, rules)))
       : store.expiredGroups(f, now, rules),
   ]);
-  const next24h = histogram(hours, now, HOUR_MS, 24);
-  const next30d = histogram(days, now, DAY_MS, 30);
+  const next24h = histogram(hours, now, "hour");
+  const next30d = histogram(days, now, "day");
   const groups = expired.map(expiredGroup);
   return {
     asOf: now,
@@ -115,16 +125,17 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
   };
 }
 
-/** Records expiring per day of the next 30 days without a scope, from the record census (ADR 0017): whole hours from the census, the partial hours at the days' edges from the records. */
-async function expiringPerDayFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date): Promise<{ i: number; n: bigint }[]> {
-  const days: ExpiryInterval[] = Array.from({ length: 30 }, (_, i) => ({
-    name: String(i),
-    from: new Date(now.getTime() + i * DAY_MS),
-    to: new Date(now.getTime() + (i + 1) * DAY_MS),
-  }));
-  const perDay = new Map<number, bigint>();
-  for (const c of await countRecordsByExpiry(sql, days, { operation })) perDay.set(Number(c.name), (perDay.get(Number(c.name)) ?? 0n) + BigInt(c.count));
-  return [...perDay].map(([i, n]) => ({ i, n }));
+/**
+ * Records expiring per bucket of the next 24 hours or 30 days without a scope, from the record
+ * census (ADR 0017): whole hours from the census, the partial hours at the buckets' edges from the
+ * records (for the hours: the first and the last bucket only).
+ */
+async function expiringFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, per: Span): Promise<{ i: number; n: bigint }[]> {
+  const buckets: ExpiryInterval[] = expiryBuckets(now, per).map((b, i) => ({ name: String(i), from: b.start, to: b.end }));
+  const perBucket = new Map<number, bigint>();
+  for (const c of await countRecordsByExpiry(sql, buckets, { operation }))
+    perBucket.set(Number(c.name), (perBucket.get(Number(c.name)) ?? 0n) + BigInt(c.count));
+  return [...perBucket].map(([i, n]) => ({ i, n }));
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   type ActiveGroupRow,
   type ConflictGroupRow,
   EXPIRED_PART_STATUSES,
+  startOfHour,
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
@@ -232,11 +233,12 @@ export function conflictPageSql(input: ConflictsInput, operations: readonly stri
 
 type ExpiryFilter = RecordFilter & { now: Date };
 
-/** Records expiring per hour in the next 24 h, or per day in the next 30 days, from `now` (rows: { i, n }). */
+/** Records expiring in the next 24 h per clock hour, or in the next 30 days per day from `now` (rows: { i, n }; buckets: expiryBuckets, lib/stats/expiry.ts). */
 export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   const [secs, buckets] = per === "hour" ? [3600, 24] : [86400, 30];
   const p = new Params(MYSQL);
-  const text = `SELECT FLOOR(TIMESTAMPDIFF(MICROSECOND, ${p.add(q.now)}, r.expires_at) / ${secs * 1_000_000}) AS i, COUNT(*) AS n
+  const origin = per === "hour" ? startOfHour(q.now) : q.now;
+  const text = `SELECT FLOOR(TIMESTAMPDIFF(MICROSECOND, ${p.add(origin)}, r.expires_at) / ${secs * 1_000_000}) AS i, COUNT(*) AS n
                FROM idempotency_records r
               WHERE r.expires_at >= ${p.add(q.now)} AND r.expires_at < ${p.add(new Date(q.now.getTime() + buckets * secs * 1000))}${recordFilters(p, q)}
               GROUP BY i`;

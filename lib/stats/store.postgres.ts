@@ -17,6 +17,7 @@ import {
   type ActiveGroupRow,
   type ConflictGroupRow,
   EXPIRED_PART_STATUSES,
+  startOfHour,
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
@@ -231,12 +232,13 @@ function expiryBase(q: ExpiryFilter) {
   return { p, now, and };
 }
 
-/** Records expiring per hour in the next 24 h, or per day in the next 30 days, from `now` (rows: { i, n }). */
+/** Records expiring in the next 24 h per clock hour, or in the next 30 days per day from `now` (rows: { i, n }; buckets: expiryBuckets, lib/stats/expiry.ts). */
 export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   const [secs, span] = per === "hour" ? [3600, "24 hours"] : [86400, "30 days"];
   const { p, now, and } = expiryBase(q);
+  const origin = per === "hour" ? p.add(startOfHour(q.now)) : now;
   return {
-    text: `SELECT floor(extract(epoch FROM r.expires_at - ${now}::timestamptz) / ${secs})::int AS i, count(*)::bigint AS n
+    text: `SELECT floor(extract(epoch FROM r.expires_at - ${origin}::timestamptz) / ${secs})::int AS i, count(*)::bigint AS n
                FROM idempotency_records r
               WHERE r.expires_at >= ${now}::timestamptz AND r.expires_at < ${now}::timestamptz + interval '${span}'${and}
               GROUP BY 1`,

@@ -151,6 +151,9 @@ export interface ExpiredRow {
 export type ExpiredPart = "all" | "unsettled" | "protected";
 
 /** The condition each ExpiredPart adds to an expiredGroups statement (records aliased `r`). */
+/** The UTC clock hour `t` falls in: the census's hours, the Expiry page's hour buckets (expiringSql; expiryBuckets, expiry.ts). */
+export const startOfHour = (t: Date): Date => new Date(Math.floor(t.getTime() / 3_600_000) * 3_600_000);
+
 export const EXPIRED_PART_STATUSES: Record<ExpiredPart, string> = {
   all: "",
   unsettled: ` AND r.status IN ('processing', 'pending')`,
@@ -180,7 +183,7 @@ export interface StatsStore {
   /** The drill-down from `input.cursor` on, newest first: `limit + 1` rows to detect a next page, with their cursor text. */
   conflictPage(input: ConflictsInput, limit: number): Promise<(ConflictEvent & { cursorTime: string })[]>;
 
-  /** Records expiring in the next 24 h per hour from `now` (i = 0 … 23). */
+  /** Records expiring in the next 24 h per UTC clock hour (i = 0: from `now` to the next hour; … 24). */
   expiringPerHour(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
   /** Records expiring in the next 30 days per day from `now` (i = 0 … 29). */
   expiringPerDay(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
