@@ -27,6 +27,13 @@ export interface Dialect {
    * taken first (a locking statement on MySQL; see ADR 0012 "Locks") comes before the snapshot.
    */
   beginRepeatableRead: string;
+  /**
+   * A derived table's SELECT (`select` without the keyword: "u.id FROM … WHERE …") read once and
+   * joined as a whole (hashed), never turned into a probe per outer row. PostgreSQL: OFFSET 0, a
+   * fence the planner does not pull up (a DISTINCT would also do, at the price of a second hash
+   * of every row); MySQL/MariaDB: DISTINCT, which materializes it.
+   */
+  readOnce(select: string): string;
 }
 
 export const POSTGRES: Dialect = {
@@ -37,6 +44,7 @@ export const POSTGRES: Dialect = {
   cursorTime: (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
   snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
   beginRepeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ",
+  readOnce: (select) => `SELECT ${select} OFFSET 0`,
 };
 
 /** MySQL ≥ 8.0.16 and MariaDB ≥ 10.6 (ADR 0012): times are DATETIME(6) holding UTC; sessions run with ANSI_QUOTES. */
@@ -49,6 +57,7 @@ export const MYSQL: Dialect = {
   // Two statements (the executors' exec runs scripts): the level applies to the next transaction only.
   snapshot: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
   beginRepeatableRead: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION",
+  readOnce: (select) => `SELECT DISTINCT ${select}`,
 };
 
 /** Anything that knows its dialect: an executor, a database handle. */

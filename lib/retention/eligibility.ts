@@ -55,8 +55,10 @@ const list = (xs: readonly string[]) => xs.map((x) => `'${x}'`).join(", ");
  * is an index range of a small table or of a partial index: records with a legal hold, open
  * reconciliation items, protecting compensations (both sides), outbox messages not sent yet (NOT
  * IN as three ranges of the status index) — and the records of held scopes expiring before
- * `expiredBefore` (the scope index; as many as those scopes hold). Less the processing and pending
- * records' ids, read once from the unsettled-status index and hashed (DISTINCT keeps both
+ * `expiredBefore` (the scope index; as many as those scopes hold). Each id once, with
+ * `has_open_item` (1: it has an open reconciliation item; the Expiry page counts them from here
+ * rather than hashing the open items a second time). Less the processing and pending records'
+ * ids, read once from the unsettled-status index and hashed (dialect.readOnce keeps both
  * databases from turning it into a probe per id): where open items are on pending records, most
  * ids go without a primary-key probe. The same SQL in both dialects (the instant through `p`).
  * Used by the Expiry page (lib/stats/expiry.ts); test/records-stats.test.ts compares it with the
@@ -64,15 +66,16 @@ const list = (xs: readonly string[]) => xs.map((x) => `'${x}'`).join(", ");
  */
 export function protectedRecordIdsSql(p: Params, expiredBefore: Date): string {
   const comp = list(PROTECTING_COMPENSATION_STATES);
-  return `SELECT k.id FROM (
-       SELECT x.id FROM idempotency_records x WHERE x.legal_hold
-       UNION SELECT i.record_id FROM reconciliation_items i WHERE i.state IN (${list(OPEN_RECONCILIATION_STATES)})
-       UNION SELECT c.record_id FROM compensations c WHERE c.state IN (${comp})
-       UNION SELECT c.related_record_id FROM compensations c WHERE c.related_record_id IS NOT NULL AND c.state IN (${comp})
-       UNION SELECT o.record_id FROM outbox_messages o
+  const unsettled = p.dialect.readOnce(`u.id FROM idempotency_records u WHERE u.status IN ('processing', 'pending')`);
+  return `SELECT k.id, MAX(k.has_open_item) AS has_open_item FROM (
+       SELECT x.id, 0 AS has_open_item FROM idempotency_records x WHERE x.legal_hold
+       UNION ALL SELECT i.record_id, 1 FROM reconciliation_items i WHERE i.state IN (${list(OPEN_RECONCILIATION_STATES)})
+       UNION ALL SELECT c.record_id, 0 FROM compensations c WHERE c.state IN (${comp})
+       UNION ALL SELECT c.related_record_id, 0 FROM compensations c WHERE c.related_record_id IS NOT NULL AND c.state IN (${comp})
+       UNION ALL SELECT o.record_id, 0 FROM outbox_messages o
               WHERE (o.status < 'failed' OR (o.status > 'failed' AND o.status < 'sent') OR o.status > 'sent') AND o.record_id IS NOT NULL
-       UNION SELECT x.id FROM idempotency_records x
+       UNION ALL SELECT x.id, 0 FROM idempotency_records x
               WHERE x.scope IN (SELECT h.scope FROM legal_holds h WHERE h.lifted_at IS NULL) AND x.expires_at < ${p.time(expiredBefore)}
-     ) k LEFT JOIN (SELECT DISTINCT u.id FROM idempotency_records u WHERE u.status IN ('processing', 'pending')) u ON u.id = k.id
-     WHERE u.id IS NULL`;
+     ) k LEFT JOIN (${unsettled}) u ON u.id = k.id
+     WHERE u.id IS NULL GROUP BY k.id`;
 }

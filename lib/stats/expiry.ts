@@ -7,16 +7,16 @@ import { cutoff, loadRules, recordCutoff, type PolicyRule } from "../retention/r
 import { optional } from "../kernel/input";
 import { countRecordsByExpiry, type ExpiryInterval } from "./census";
 import { inSnapshot } from "./overview";
-import { startOfHour, statsStore, type ExpiredRow } from "./store";
+import { startOfUtc, statsStore, type ExpiredRow } from "./store";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired
  * but is still there.
- * - next 24 h by UTC clock hour (the first from `asOf` to the next hour, the last from the hour
- *   before `asOf` + 24 h to it: 25 buckets off the hour, 24 on it) and next 30 days by day from
- *   `asOf` ([asOf + i·day, asOf + (i+1)·day)); either adds up to "expiring in the next 24 h /
- *   30 days" exactly. Clock hours are the census's hours, so without a scope only the first and
- *   last bucket read records;
+ * - next 24 h by UTC hour and next 30 days by UTC day: the first bucket from `asOf` to the next
+ *   hour (midnight), the last from the hour (midnight) before `asOf` + 24 h (30 days) to it — 25
+ *   buckets off the hour, 24 on it; 31 and 30 for the days — adding up to "expiring in the next
+ *   24 h / 30 days" exactly. Their bounds are the census's hours, so without a scope only the
+ *   first and last bucket read records (expiryBuckets);
  * - expired but not purged, by operation and status, with how many a retention purge
  *   would remove as of now under the current policies (THE eligibility condition of
  *   lib/retention/eligibility.ts: past the policy's window, completed/failed, no legal
@@ -82,11 +82,11 @@ type Span = "hour" | "day";
 
 /** The histogram's buckets from `now` (see the module comment): bucket i of the store's expiringPerHour / expiringPerDay rows. */
 export function expiryBuckets(now: Date, per: Span): { start: Date; end: Date }[] {
+  const [unit, count] = per === "hour" ? [HOUR_MS, 24] : [DAY_MS, 30];
   const t = now.getTime();
-  const bounds =
-    per === "day"
-      ? Array.from({ length: 31 }, (_, i) => t + i * DAY_MS)
-      : [t, ...Array.from({ length: 24 }, (_, i) => startOfHour(now).getTime() + (i + 1) * HOUR_MS).filter((b) => b < t + DAY_MS), t + DAY_MS];
+  const first = startOfUtc(now, per).getTime();
+  const inner = Array.from({ length: count }, (_, i) => first + (i + 1) * unit).filter((b) => b < t + count * unit);
+  const bounds = [t, ...inner, t + count * unit];
   return bounds.slice(1).map((end, i) => ({ start: new Date(bounds[i]), end: new Date(end) }));
 }
 
@@ -127,8 +127,8 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
 
 /**
  * Records expiring per bucket of the next 24 hours or 30 days without a scope, from the record
- * census (ADR 0017): whole hours from the census, the partial hours at the buckets' edges from the
- * records (for the hours: the first and the last bucket only).
+ * census (ADR 0017): whole hours from the census, the partial hours of the first and the last
+ * bucket from the records.
  */
 async function expiringFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, per: Span): Promise<{ i: number; n: bigint }[]> {
   const buckets: ExpiryInterval[] = expiryBuckets(now, per).map((b, i) => ({ name: String(i), from: b.start, to: b.end }));

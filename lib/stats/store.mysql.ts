@@ -17,7 +17,7 @@ import {
   type ActiveGroupRow,
   type ConflictGroupRow,
   EXPIRED_PART_STATUSES,
-  startOfHour,
+  startOfUtc,
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
@@ -233,11 +233,11 @@ export function conflictPageSql(input: ConflictsInput, operations: readonly stri
 
 type ExpiryFilter = RecordFilter & { now: Date };
 
-/** Records expiring in the next 24 h per clock hour, or in the next 30 days per day from `now` (rows: { i, n }; buckets: expiryBuckets, lib/stats/expiry.ts). */
+/** Records expiring in the next 24 h per UTC hour, or in the next 30 days per UTC day (rows: { i, n }, i = 0 the hour or day of `now`; buckets: expiryBuckets, lib/stats/expiry.ts). */
 export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   const [secs, buckets] = per === "hour" ? [3600, 24] : [86400, 30];
   const p = new Params(MYSQL);
-  const origin = per === "hour" ? startOfHour(q.now) : q.now;
+  const origin = startOfUtc(q.now, per);
   const text = `SELECT FLOOR(TIMESTAMPDIFF(MICROSECOND, ${p.add(origin)}, r.expires_at) / ${secs * 1_000_000}) AS i, COUNT(*) AS n
                FROM idempotency_records r
               WHERE r.expires_at >= ${p.add(q.now)} AND r.expires_at < ${p.add(new Date(q.now.getTime() + buckets * secs * 1000))}${recordFilters(p, q)}
@@ -256,16 +256,23 @@ export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; pa
   // Placeholders in the order of the text: the select list's eligibility and window, the protected ids', the open items', then the range's.
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
   const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
-  const from = q.part === "protected" ? `(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id` : "idempotency_records r";
-  const open = `(SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)}))`;
+  // The protected ids know which have an open item; the other parts join the open items' ids.
+  const [from, open] =
+    q.part === "protected"
+      ? [`(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id`, `COUNT(CASE WHEN k.has_open_item = 1 THEN 1 END)`]
+      : [
+          `idempotency_records r LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)})) o
+                 ON o.record_id = r.id`,
+          `COUNT(o.record_id)`,
+        ];
   const statuses = EXPIRED_PART_STATUSES[q.part ?? "all"];
   const text = `SELECT r.operation, r.status, COUNT(*) AS n,
                     COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
-                    COUNT(o.record_id) AS "open",
+                    ${open} AS "open",
                     COUNT(CASE WHEN ${eligible} THEN 1 END) AS purgeable,
                     COUNT(CASE WHEN ${pastWindow} THEN 1 END) AS pastWindow,
                     MIN(r.expires_at) AS oldest
-               FROM ${from} LEFT JOIN ${open} o ON o.record_id = r.id
+               FROM ${from}
               WHERE r.expires_at < ${p.add(q.now)}${statuses}${recordFilters(p, q)}
               GROUP BY r.operation, r.status ORDER BY r.operation, r.status`;
   return { text, values: p.values };

@@ -17,7 +17,7 @@ import {
   type ActiveGroupRow,
   type ConflictGroupRow,
   EXPIRED_PART_STATUSES,
-  startOfHour,
+  startOfUtc,
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
@@ -232,11 +232,11 @@ function expiryBase(q: ExpiryFilter) {
   return { p, now, and };
 }
 
-/** Records expiring in the next 24 h per clock hour, or in the next 30 days per day from `now` (rows: { i, n }; buckets: expiryBuckets, lib/stats/expiry.ts). */
+/** Records expiring in the next 24 h per UTC hour, or in the next 30 days per UTC day (rows: { i, n }, i = 0 the hour or day of `now`; buckets: expiryBuckets, lib/stats/expiry.ts). */
 export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   const [secs, span] = per === "hour" ? [3600, "24 hours"] : [86400, "30 days"];
   const { p, now, and } = expiryBase(q);
-  const origin = per === "hour" ? p.add(startOfHour(q.now)) : now;
+  const origin = p.add(startOfUtc(q.now, per));
   return {
     text: `SELECT floor(extract(epoch FROM r.expires_at - ${origin}::timestamptz) / ${secs})::int AS i, count(*)::bigint AS n
                FROM idempotency_records r
@@ -257,20 +257,26 @@ export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
  */
 export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; part?: ExpiredPart }): Statement {
   const { p, now, and } = expiryBase(q);
-  const states = p.add([...OPEN_RECONCILIATION_STATES]);
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
   const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
-  const from = q.part === "protected" ? `(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id` : "idempotency_records r";
+  // The protected ids know which have an open item; the other parts join the open items' ids.
+  const [from, open] =
+    q.part === "protected"
+      ? [`(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id`, `count(*) FILTER (WHERE k.has_open_item = 1)`]
+      : [
+          `idempotency_records r
+               LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state = ANY (${p.add([...OPEN_RECONCILIATION_STATES])}::text[])) o ON o.record_id = r.id`,
+          `count(o.record_id)`,
+        ];
   const statuses = EXPIRED_PART_STATUSES[q.part ?? "all"];
   return {
     text: `SELECT r.operation, r.status, count(*)::bigint AS n,
                     count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
-                    count(o.record_id)::bigint AS open,
+                    ${open}::bigint AS open,
                     count(*) FILTER (WHERE ${eligible})::bigint AS purgeable,
                     count(*) FILTER (WHERE ${pastWindow})::bigint AS "pastWindow",
                     min(r.expires_at) AS oldest
                FROM ${from}
-               LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state = ANY (${states}::text[])) o ON o.record_id = r.id
               WHERE r.expires_at < ${now}::timestamptz${statuses}${and}
               GROUP BY 1, 2 ORDER BY 1, 2`,
     values: p.values,

@@ -151,8 +151,11 @@ export interface ExpiredRow {
 export type ExpiredPart = "all" | "unsettled" | "protected";
 
 /** The condition each ExpiredPart adds to an expiredGroups statement (records aliased `r`). */
-/** The UTC clock hour `t` falls in: the census's hours, the Expiry page's hour buckets (expiringSql; expiryBuckets, expiry.ts). */
-export const startOfHour = (t: Date): Date => new Date(Math.floor(t.getTime() / 3_600_000) * 3_600_000);
+/** The start of the UTC hour or day `t` falls in (the census's hours; the Expiry page's buckets: expiringSql, expiryBuckets in expiry.ts). */
+export const startOfUtc = (t: Date, per: "hour" | "day"): Date => {
+  const unit = per === "hour" ? 3_600_000 : 86_400_000;
+  return new Date(Math.floor(t.getTime() / unit) * unit);
+};
 
 export const EXPIRED_PART_STATUSES: Record<ExpiredPart, string> = {
   all: "",
@@ -183,9 +186,9 @@ export interface StatsStore {
   /** The drill-down from `input.cursor` on, newest first: `limit + 1` rows to detect a next page, with their cursor text. */
   conflictPage(input: ConflictsInput, limit: number): Promise<(ConflictEvent & { cursorTime: string })[]>;
 
-  /** Records expiring in the next 24 h per UTC clock hour (i = 0: from `now` to the next hour; … 24). */
+  /** Records expiring in the next 24 h per UTC hour (i = 0: from `now` to the next hour; … 24). */
   expiringPerHour(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
-  /** Records expiring in the next 30 days per day from `now` (i = 0 … 29). */
+  /** Records expiring in the next 30 days per UTC day (i = 0: from `now` to midnight; … 30). */
   expiringPerDay(f: RecordFilter, now: Date): Promise<{ i: number; n: bigint }[]>;
   /** Expired records by operation and status (of `part`, default all): held, with an open reconciliation item, purgeable now under `rules`, past the window, oldest expiry. */
   expiredGroups(f: RecordFilter, now: Date, rules: readonly PolicyRule[], part?: ExpiredPart): Promise<ExpiredRow[]>;
