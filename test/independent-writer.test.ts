@@ -58,23 +58,14 @@ async function raw(asOf: Date) {
   const events = Object.fromEntries(
     (await db.sql.query<{ kind: string; n: bigint }>(`SELECT kind, count(*) AS n FROM idempotency_events GROUP BY 1`)).map((r) => [r.kind, Number(r.n)]),
   );
+  // The forecast: from asOf to the next UTC midnight, then six whole UTC days.
   const forecast: number[] = [];
+  const midnight = Math.floor(asOf.getTime() / 86_400_000) * 86_400_000;
   for (let d = 0; d < 7; d++) {
+    const from = d === 0 ? asOf : new Date(midnight + d * 86_400_000);
+    const to = new Date(midnight + (d + 1) * 86_400_000);
     forecast.push(
-      await byDialect(db, {
-        postgres: () =>
-          one(
-            `SELECT count(*)::bigint AS n FROM idempotency_records WHERE expires_at >= $1::timestamptz + make_interval(days => $2) AND expires_at < $1::timestamptz + make_interval(days => $2 + 1)`,
-            [asOf, d],
-          ),
-        mysql: () =>
-          one(`SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at >= ? + INTERVAL ? DAY AND expires_at < ? + INTERVAL ? DAY`, [
-            asOf,
-            d,
-            asOf,
-            d + 1,
-          ]),
-      })(),
+      await one(`SELECT count(*) AS n FROM idempotency_records WHERE expires_at >= ${db.dialect.param(1)} AND expires_at < ${db.dialect.param(2)}`, [from, to]),
     );
   }
   return {

@@ -192,9 +192,12 @@ async function truth(f: Filter, asOf: Date) {
   const pendingTimes = await q<{ updated_at: Date }>(sql.pendingTimes);
   const open = await q<{ n: bigint }>(sql.open);
   const expiring = await q<{ n: bigint }>(sql.expiring);
+  // The forecast: from asOf to the next UTC midnight, then six whole UTC days.
   const forecast = [];
+  const midnight = Math.floor(asOf.getTime() / DAY) * DAY;
   for (let i = 0; i < 7; i++) {
-    forecast.push(num(await q<{ n: bigint }>(sql.forecast(new Date(asOf.getTime() + i * DAY), new Date(asOf.getTime() + (i + 1) * DAY)))));
+    const from = i === 0 ? asOf : new Date(midnight + i * DAY);
+    forecast.push(num(await q<{ n: bigint }>(sql.forecast(from, new Date(midnight + (i + 1) * DAY)))));
   }
   const expired = await q<{ operation: string; n: bigint }>(sql.expired);
   const [state] = await q<{ watermark: bigint }>(sql.watermark);

@@ -20,6 +20,8 @@ const KINDS: ChartSeries[] = [
 const percent = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 
 /** Axis labels for the bucket size and span (UTC, like the buckets). */
+const dayLabel = bucketLabeller(86_400, Infinity);
+
 function bucketLabel(data: OverviewJson): (iso: string) => string {
   return bucketLabeller(data.series.step.seconds, Date.parse(data.to) - Date.parse(data.from));
 }
@@ -43,7 +45,7 @@ export function OverviewCharts({ data }: { data: OverviewJson }) {
 
   const ages = data.pendingAges.some((b) => b.count > 0) ? data.pendingAges.map((b) => ({ x: b.label, count: b.count })) : [];
   const forecast = data.expiry.forecast.some((b) => b.count > 0)
-    ? data.expiry.forecast.map((b, i) => ({ x: i === 0 ? "next 24 h" : `${i}–${i + 1} d`, count: b.count }))
+    ? data.expiry.forecast.map((b, i) => ({ x: i === 0 ? "rest of today" : dayLabel(b.start), count: b.count }))
     : [];
 
   return (
@@ -80,7 +82,7 @@ export function OverviewCharts({ data }: { data: OverviewJson }) {
         rows={forecast}
         x="x"
         series={[{ key: "count", label: "records expiring", color: "var(--accent)" }]}
-        title="Expiry forecast: records expiring per 24 h from now, next 7 days"
+        title="Expiry forecast: records expiring per UTC day, the rest of today and the next 6 days"
         yFormat={(v) => fmtInt(v)}
         testId="chart-expiry-forecast"
       />

@@ -9,7 +9,7 @@ import { PrismaClient as MysqlPrismaClient } from "../generated/prisma-mysql/cli
 import { databaseConfigFromEnv, type DatabaseConfig, type DatabaseMode } from "./config";
 import { MYSQL, POSTGRES, type Dialect } from "./dialect";
 import { createMysqlPool } from "./mysql";
-import { execute, mysqlExecutor, pgExecutor, pgliteExecutor, type SqlExecutor } from "./sql";
+import { execute, mysqlExecutor, pgExecutor, pgliteExecutor, type SpareSession, type SqlExecutor } from "./sql";
 
 export type Prisma = PrismaClient;
 
@@ -23,6 +23,8 @@ export interface DatabaseHandle {
   sql: SqlExecutor;
   /** Runs `fn` on one dedicated session (needed for advisory locks and migrations). */
   withSession<T>(fn: (session: SqlExecutor) => Promise<T>): Promise<T>;
+  /** A second session if one is free now, for reading alongside a held one in a shared snapshot (sql.ts SpareSession); PostgreSQL only. */
+  withSpareSession?: SpareSession;
 }
 
 /**
@@ -127,6 +129,19 @@ function openPostgres(url: string, poolSize: number, readOnly: boolean): OpenedH
         client.release();
       }
     },
+    withSpareSession(fn) {
+      // Checked and taken in the same tick: pool.connect() hands an idle client (or opens one
+      // below max) to the caller at once when no one waits. Otherwise no spare, no wait.
+      const free = pool.waitingCount === 0 && (pool.idleCount > 0 || pool.totalCount < poolSize);
+      if (!free) return fn(null);
+      return pool.connect().then(async (client) => {
+        try {
+          return await fn(pgExecutor(client));
+        } finally {
+          client.release();
+        }
+      });
+    },
     async close() {
       await prisma.$disconnect();
       await pool.end().catch(() => {});
@@ -136,7 +151,15 @@ function openPostgres(url: string, poolSize: number, readOnly: boolean): OpenedH
 
 /** The primary's own handles as the read side (no DATABASE_READ_URL; routes that read the primary). */
 export function primaryAsRead(db: DatabaseHandle): ReadDatabase {
-  return { mode: db.mode, dialect: db.dialect, prisma: db.prisma, sql: db.sql, withSession: db.withSession, replica: false };
+  return {
+    mode: db.mode,
+    dialect: db.dialect,
+    prisma: db.prisma,
+    sql: db.sql,
+    withSession: db.withSession,
+    withSpareSession: db.withSpareSession,
+    replica: false,
+  };
 }
 
 /** The primary, and the read side: `config.readUrl`'s replica (its own pool, the same size) or the primary again. */

@@ -34,6 +34,12 @@ export interface Dialect {
    * of every row); MySQL/MariaDB: DISTINCT, which materializes it.
    */
   readOnce(select: string): string;
+  /**
+   * How a second session joins a snapshot transaction's snapshot (inSharedSnapshot, sql.ts): the
+   * statement that exports it (one row, `id`) and the one that imports it at the start of
+   * another REPEATABLE READ transaction. null where the server cannot (MySQL/MariaDB).
+   */
+  sharedSnapshot: { exportSql: string; importSql(id: string): string } | null;
 }
 
 export const POSTGRES: Dialect = {
@@ -45,6 +51,14 @@ export const POSTGRES: Dialect = {
   snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
   beginRepeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ",
   readOnce: (select) => `SELECT ${select} OFFSET 0`,
+  sharedSnapshot: {
+    exportSql: "SELECT pg_export_snapshot() AS id",
+    importSql: (id) => {
+      // The server's own token ("00000003-0000001B-1"), inlined: SET TRANSACTION takes no parameter.
+      if (!/^[0-9A-F]+(-[0-9A-F]+)+$/i.test(id)) throw new Error(`not a snapshot id: ${JSON.stringify(id)}`);
+      return `SET TRANSACTION SNAPSHOT '${id}'`;
+    },
+  },
 };
 
 /** MySQL ≥ 8.0.16 and MariaDB ≥ 10.6 (ADR 0012): times are DATETIME(6) holding UTC; sessions run with ANSI_QUOTES. */
@@ -58,6 +72,7 @@ export const MYSQL: Dialect = {
   snapshot: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
   beginRepeatableRead: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION",
   readOnce: (select) => `SELECT DISTINCT ${select}`,
+  sharedSnapshot: null,
 };
 
 /** Anything that knows its dialect: an executor, a database handle. */

@@ -106,6 +106,45 @@ export function inSnapshot<T>(session: SqlExecutor, fn: () => Promise<T>): Promi
 }
 
 /**
+ * A second session for reading alongside the one a caller holds, if the pool has one free now
+ * (an idle connection, or room to open one), else null — never a wait: callers that hold a
+ * session and waited for another could deadlock a busy pool (DatabaseHandle.withSpareSession).
+ */
+export type SpareSession = <T>(fn: (session: SqlExecutor | null) => Promise<T>) => Promise<T>;
+
+/**
+ * Runs `fn` in one read-only snapshot on `session` (inSnapshot) and, where the database can share
+ * it (dialect.sharedSnapshot: PostgreSQL) and `spare` has a session free, with a second session in
+ * a transaction of its own that imports that very snapshot — two connections, one snapshot, so a
+ * page's statements can run side by side and still agree. `fn` gets the second session or null
+ * (then everything runs on `session`). `prepare` runs first in each transaction.
+ */
+export function inSharedSnapshot<T>(
+  session: SqlExecutor,
+  spare: SpareSession | undefined,
+  fn: (other: SqlExecutor | null) => Promise<T>,
+  prepare: (s: SqlExecutor) => Promise<unknown> = async () => {},
+): Promise<T> {
+  return inSnapshot(session, async () => {
+    await prepare(session);
+    const shared = session.dialect.sharedSnapshot;
+    if (!shared || !spare) return fn(null);
+    return spare(async (other) => {
+      if (!other) return fn(null);
+      const [{ id }] = await session.query<{ id: string }>(shared.exportSql);
+      return inTransaction(
+        other,
+        async () => {
+          await prepare(other);
+          return fn(other);
+        },
+        `${other.dialect.snapshot}; ${shared.importSql(id)}`,
+      );
+    });
+  });
+}
+
+/**
  * Runs `fn` in one transaction on `session` (one connection: Database.withSession):
  * `begin` (default BEGIN), then COMMIT, or ROLLBACK if `fn` throws.
  */

@@ -7,7 +7,7 @@ import { cutoff, loadRules, recordCutoff, type PolicyRule } from "../retention/r
 import { optional } from "../kernel/input";
 import { countRecordsByExpiry, type ExpiryInterval } from "./census";
 import { inSnapshot } from "./overview";
-import { startOfUtc, statsStore, type ExpiredRow } from "./store";
+import { expiryBuckets, statsStore, type ExpiredRow } from "./store";
 
 /**
  * Expiry: when records stop protecting their intent (expires_at), and what has expired
@@ -27,9 +27,6 @@ import { startOfUtc, statsStore, type ExpiredRow } from "./store";
  * scope's records. Index use: expires_at (a range per question). The statements: store.ts,
  * store.postgres.ts and store.mysql.ts (expirySql).
  */
-
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 
 export const expiryQuerySchema = z
   .object({
@@ -78,19 +75,7 @@ export const expiredGroup = (g: Omit<ExpiredRow, "pastWindow">): ExpiredGroup =>
   oldestExpiresAt: g.oldest,
 });
 
-type Span = "hour" | "day";
-
-/** The histogram's buckets from `now` (see the module comment): bucket i of the store's expiringPerHour / expiringPerDay rows. */
-export function expiryBuckets(now: Date, per: Span): { start: Date; end: Date }[] {
-  const [unit, count] = per === "hour" ? [HOUR_MS, 24] : [DAY_MS, 30];
-  const t = now.getTime();
-  const first = startOfUtc(now, per).getTime();
-  const inner = Array.from({ length: count }, (_, i) => first + (i + 1) * unit).filter((b) => b < t + count * unit);
-  const bounds = [t, ...inner, t + count * unit];
-  return bounds.slice(1).map((end, i) => ({ start: new Date(bounds[i]), end: new Date(end) }));
-}
-
-function histogram(rows: { i: number; n: bigint }[], now: Date, per: Span): ExpiryBucket[] {
+function histogram(rows: { i: number; n: bigint }[], now: Date, per: "hour" | "day"): ExpiryBucket[] {
   const counts = new Map(rows.map((r) => [Number(r.i), Number(r.n)]));
   return expiryBuckets(now, per).map((b, i) => ({ ...b, count: counts.get(i) ?? 0 }));
 }
@@ -100,7 +85,10 @@ function histogram(rows: { i: number; n: bigint }[], now: Date, per: Span): Expi
  * connections; the expired groups' statements from the census (which subtract one another's
  * counts) in one snapshot on one session, on a database server.
  */
-export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "withSession">, q: ExpiryQuery & { now?: Date } = {}): Promise<ExpiryStats> {
+export async function expiryStats(
+  read: Pick<ReadDatabase, "mode" | "sql" | "withSession" | "withSpareSession">,
+  q: ExpiryQuery & { now?: Date } = {},
+): Promise<ExpiryStats> {
   const now = q.now ?? new Date();
   const rules = await loadRules(read.sql);
   const store = statsStore(read.sql);
@@ -109,7 +97,9 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
     q.scope === undefined ? expiringFromCensus(read.sql, q.operation, now, "hour") : store.expiringPerHour(f, now),
     q.scope === undefined ? expiringFromCensus(read.sql, q.operation, now, "day") : store.expiringPerDay(f, now),
     q.scope === undefined
-      ? read.withSession((s) => inSnapshot(s, isServerMode(read.mode), () => expiredGroupsFromCensus(s, q.operation, now, rules)))
+      ? read.withSession((s) =>
+          inSnapshot(s, isServerMode(read.mode), (other) => expiredGroupsFromCensus(s, q.operation, now, rules, other), read.withSpareSession),
+        )
       : store.expiredGroups(f, now, rules),
   ]);
   const next24h = histogram(hours, now, "hour");
@@ -130,7 +120,7 @@ export async function expiryStats(read: Pick<ReadDatabase, "mode" | "sql" | "wit
  * census (ADR 0017): whole hours from the census, the partial hours of the first and the last
  * bucket from the records.
  */
-async function expiringFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, per: Span): Promise<{ i: number; n: bigint }[]> {
+async function expiringFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, per: "hour" | "day"): Promise<{ i: number; n: bigint }[]> {
   const buckets: ExpiryInterval[] = expiryBuckets(now, per).map((b, i) => ({ name: String(i), from: b.start, to: b.end }));
   const perBucket = new Map<number, bigint>();
   for (const c of await countRecordsByExpiry(sql, buckets, { operation }))
@@ -150,9 +140,17 @@ async function expiringFromCensus(sql: SqlExecutor, operation: string | undefine
  *   and purgeable = past the window − those of them past it that a protection keeps;
  * - the oldest expiry of each: an ordered range of (operation, expires_at) up to the first one.
  * Cost: the census's rows, the unsettled records, the protected ones — not the expired backlog.
- * `sql` must be one session in one snapshot for the counts to agree under concurrent writers (expiryStats).
+ * `sql` must be one session in one snapshot for the counts to agree under concurrent writers
+ * (expiryStats); `alongside`, a second session in that snapshot (inSnapshot), reads the unsettled
+ * records meanwhile.
  */
-export async function expiredGroupsFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, rules: readonly PolicyRule[]): Promise<ExpiredRow[]> {
+export async function expiredGroupsFromCensus(
+  sql: SqlExecutor,
+  operation: string | undefined,
+  now: Date,
+  rules: readonly PolicyRule[],
+  alongside: SqlExecutor | null = null,
+): Promise<ExpiredRow[]> {
   const store = statsStore(sql);
   const cutoffs = [...new Set(rules.flatMap((r) => (r.enabled ? [cutoff(now, r.keepRecordsDays).getTime()] : [])))];
   const windowName = (ms: number) => `window:${ms}`;
@@ -166,7 +164,7 @@ export async function expiredGroupsFromCensus(sql: SqlExecutor, operation: strin
   const f = { operation, scope: undefined };
   const [census, unsettled, kept] = await Promise.all([
     countRecordsByExpiry(sql, intervals, { operation }),
-    store.expiredGroups(f, now, rules, "unsettled"),
+    statsStore(alongside ?? sql).expiredGroups(f, now, rules, "unsettled"),
     store.expiredGroups(f, now, rules, "protected"),
   ]);
   const counted = new Map(census.map((c) => [`${c.name}|${c.operation}`, c.count]));

@@ -3,12 +3,12 @@ import { z } from "zod";
 import type { ReadDatabase } from "../db/client";
 import { isServerMode } from "../db/config";
 import { lagJson, readLag, type ReadLag } from "../db/replica";
-import { inSnapshot as inReadSnapshot, type SqlExecutor } from "../db/sql";
+import { inSharedSnapshot, type SpareSession, type SqlExecutor } from "../db/sql";
 import { operationSchema, scopeSchema } from "../idempotency/schemas";
 import { describeThresholds, readSideConfig, type StuckThresholds } from "../records/config";
 import { departureRows, type Departure, type ExpiryInterval } from "./census";
 import { countPlan } from "./count-plan";
-import { statsStore, type OverviewReads } from "./store";
+import { expiryBuckets, statsStore, type OverviewReads } from "./store";
 import { isoTime, optional, resolveRange } from "../kernel/input";
 
 /**
@@ -117,6 +117,8 @@ export interface OverviewOptions {
    * as of `lag.asOf` (its `now`), and the answer says how far behind the primary it is.
    */
   lag?: ReadLag;
+  /** A second session to read alongside `session` in its snapshot (ReadDatabase.withSpareSession). */
+  spare?: SpareSession;
 }
 
 export interface EventTotals {
@@ -209,14 +211,14 @@ export function recordIntervals(now: Date): ExpiryInterval[] {
   return [
     { name: "all", from: null, to: null },
     { name: "expired", from: null, to: now },
-    // The forecast: 24 h buckets from asOf (as lib/stats/expiry.ts); "expiring in the next 24 h" is d0.
-    ...Array.from({ length: FORECAST_DAYS }, (_, i) => ({
-      name: `d${i}`,
-      from: new Date(now.getTime() + i * DAY_MS),
-      to: new Date(now.getTime() + (i + 1) * DAY_MS),
-    })),
+    { name: "next24h", from: now, to: new Date(now.getTime() + DAY_MS) },
+    // The forecast: today (from asOf) and the next UTC days, the Expiry page's first day buckets.
+    ...forecastBuckets(now).map((b, i) => ({ name: `d${i}`, from: b.start, to: b.end })),
   ];
 }
+
+/** The 7-day forecast's buckets: the UTC day of `now` from `now`, then whole UTC days (expiryBuckets). */
+const forecastBuckets = (now: Date) => expiryBuckets(now, "day", FORECAST_DAYS).slice(0, FORECAST_DAYS);
 
 function emptyTotals(): Omit<EventTotals, "replayRate" | "conflictRate"> {
   return { requests: 0, reserved: 0, replays: 0, conflicts: 0, inProgress: 0, completed: 0, failed: 0, pending: 0, reconciled: 0 };
@@ -269,14 +271,13 @@ export function seriesBuckets(from: Date, to: Date, stepSeconds: number): Date[]
 
 /**
  * Runs `fn` in one read-only snapshot (dialect.snapshot) under the read side's planner settings
- * (StatsStore.readSidePlans), or as is (the embedded PGlite: see above).
+ * (StatsStore.readSidePlans), or as is (the embedded PGlite: see above). With `spare`, `fn` may
+ * get a second session in the same snapshot to read alongside (inSharedSnapshot: PostgreSQL, when
+ * the pool has a connection free), else null.
  */
-export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn: () => Promise<T>): Promise<T> {
-  if (!snapshot) return fn();
-  return inReadSnapshot(session, async () => {
-    await statsStore(session).readSidePlans();
-    return fn();
-  });
+export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn: (other: SqlExecutor | null) => Promise<T>, spare?: SpareSession): Promise<T> {
+  if (!snapshot) return fn(null);
+  return inSharedSnapshot(session, spare, fn, (s) => statsStore(s).readSidePlans());
 }
 
 /**
@@ -303,7 +304,9 @@ const ageSeconds = (now: Date, since: Date | null) => (since ? Math.max(0, Math.
  * data is current to.
  */
 export function readOverview(read: ReadDatabase, input: OverviewInput, opts: Omit<OverviewOptions, "lag" | "snapshot" | "now"> = {}): Promise<Overview> {
-  return read.withSession(async (session) => overviewStats(session, input, { ...opts, snapshot: isServerMode(read.mode), lag: await readLag(read, session) }));
+  return read.withSession(async (session) =>
+    overviewStats(session, input, { ...opts, snapshot: isServerMode(read.mode), lag: await readLag(read, session), spare: read.withSpareSession }),
+  );
 }
 
 /**
@@ -316,7 +319,7 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   const step = seriesStep(input.from, input.to);
   const reads = overviewReads(input, now, thresholds);
 
-  const data = await inSnapshot(session, opts.snapshot ?? true, () => statsStore(session).overview(reads));
+  const data = await inSnapshot(session, opts.snapshot ?? true, (other) => statsStore(session).overview(reads, other), opts.spare);
 
   const totalOf = (name: string) => data.totals.reduce((s, r) => s + (r.name === name ? Number(r.n) : 0), 0);
   // Processing and pending from the active statement (per operation, every filter), failed from
@@ -389,12 +392,8 @@ export async function overviewStats(session: SqlExecutor, input: OverviewInput, 
   }
   for (const b of conflictRate) for (const c of Object.values(b.byOperation)) c.rate = c.requests ? c.conflicts / c.requests : null;
 
-  const expiringNext24h = totalOf("d0");
-  const forecast = Array.from({ length: FORECAST_DAYS }, (_, i) => ({
-    start: new Date(now.getTime() + i * DAY_MS),
-    end: new Date(now.getTime() + (i + 1) * DAY_MS),
-    count: totalOf(`d${i}`),
-  }));
+  const expiringNext24h = totalOf("next24h");
+  const forecast = forecastBuckets(now).map((b, i) => ({ ...b, count: totalOf(`d${i}`) }));
   const ageCounts = new Map(data.ages.map((r) => [Number(r.i), Number(r.n)]));
   const [rollup] = data.rollup;
 

@@ -343,21 +343,27 @@ export function postgresStatsStore(ex: SqlExecutor): StatsStore {
   };
   return {
     readSidePlans: () => ex.exec(READ_SIDE_PLANS),
-    async overview(reads) {
+    async overview(reads, alongside) {
       const sql = overviewSql(reads);
-      const pass = () => q<{ name: string; operation: string; n: bigint }>(sql.totals);
-      const totals = reads.filters.scope ? await compiled(pass) : await pass();
-      return {
-        totals,
-        ...foldActive(await q<ActiveGroupRow>(sql.active)),
-        open: await countOpenItems(sql, totals, q, OPEN_ITEM_COST),
-        series: await q<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
-        rollup: await q<RollupStateRow>(sql.rollup),
-        operations: await q<{ operation: string }>(sql.operations),
-        scopes: await q<{ scope: string }>(sql.scopes),
-        departures: await q<DepartureRow>(sql.departures),
-        census: await q<{ verifiedAt: Date; drift: bigint }>(sql.census),
+      // The records' side on this session; the events' side (the series and the small state
+      // reads) on `alongside` when given — the same snapshot, both at once (10M records: the
+      // active statement and the series are ~25 ms each).
+      const records = async () => {
+        const pass = () => q<{ name: string; operation: string; n: bigint }>(sql.totals);
+        const totals = reads.filters.scope ? await compiled(pass) : await pass();
+        return { totals, ...foldActive(await q<ActiveGroupRow>(sql.active)), open: await countOpenItems(sql, totals, q, OPEN_ITEM_COST) };
       };
+      const events = async (run: <T>(s: Statement) => Promise<T[]>) => ({
+        series: await run<{ b: Date; operation: string; kind: string; n: bigint }>(sql.series),
+        rollup: await run<RollupStateRow>(sql.rollup),
+        operations: await run<{ operation: string }>(sql.operations),
+        scopes: await run<{ scope: string }>(sql.scopes),
+        departures: await run<DepartureRow>(sql.departures),
+        census: await run<{ verifiedAt: Date; drift: bigint }>(sql.census),
+      });
+      if (!alongside) return { ...(await records()), ...(await events(q)) };
+      const [r, e] = await Promise.all([records(), events((s) => alongside.query(s.text, s.values))]);
+      return { ...r, ...e };
     },
     async metrics(reads) {
       const sql = metricsSql(reads);

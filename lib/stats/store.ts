@@ -151,11 +151,27 @@ export interface ExpiredRow {
 export type ExpiredPart = "all" | "unsettled" | "protected";
 
 /** The condition each ExpiredPart adds to an expiredGroups statement (records aliased `r`). */
-/** The start of the UTC hour or day `t` falls in (the census's hours; the Expiry page's buckets: expiringSql, expiryBuckets in expiry.ts). */
-export const startOfUtc = (t: Date, per: "hour" | "day"): Date => {
-  const unit = per === "hour" ? 3_600_000 : 86_400_000;
-  return new Date(Math.floor(t.getTime() / unit) * unit);
-};
+const UNIT_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+
+/** The start of the UTC hour or day `t` falls in (the census's hours; expiryBuckets). */
+export const startOfUtc = (t: Date, per: "hour" | "day"): Date => new Date(Math.floor(t.getTime() / UNIT_MS[per]) * UNIT_MS[per]);
+
+/**
+ * The expiry histograms' buckets (the Expiry page's 24 hours and 30 days, the overview's 7-day
+ * forecast): `count` UTC hours or days from `now` — the first from `now` to the next hour
+ * (midnight), the last up to `now` + count units, so count + 1 buckets off the hour (midnight),
+ * count on it — adding up to [now, now + count units) exactly. Their inner bounds are the
+ * census's hours: only the first and the last read records (ADR 0017). Bucket i is row i of
+ * expiringPerHour / expiringPerDay.
+ */
+export function expiryBuckets(now: Date, per: "hour" | "day", count = per === "hour" ? 24 : 30): { start: Date; end: Date }[] {
+  const unit = UNIT_MS[per];
+  const t = now.getTime();
+  const first = startOfUtc(now, per).getTime();
+  const inner = Array.from({ length: count }, (_, i) => first + (i + 1) * unit).filter((b) => b < t + count * unit);
+  const bounds = [t, ...inner, t + count * unit];
+  return bounds.slice(1).map((end, i) => ({ start: new Date(bounds[i]), end: new Date(end) }));
+}
 
 export const EXPIRED_PART_STATUSES: Record<ExpiredPart, string> = {
   all: "",
@@ -175,7 +191,8 @@ export interface StatsStore {
    */
   readSidePlans(): Promise<void>;
   /** Every row the overview shows, in the caller's snapshot (a few thousand rows whatever the table size). */
-  overview(reads: OverviewReads): Promise<OverviewRows>;
+  /** `alongside`: a second session in the same snapshot to run part of the statements on at once (inSnapshot), where the store can use one. */
+  overview(reads: OverviewReads, alongside?: SqlExecutor | null): Promise<OverviewRows>;
   /** Every row a metrics scrape exports, in the caller's snapshot. */
   metrics(reads: MetricsReads): Promise<MetricsRows>;
 
