@@ -83,7 +83,8 @@ function histogram(rows: { i: number; n: bigint }[], now: Date, per: "hour" | "d
 /**
  * The Expiry page's numbers. The histograms and the expired groups are read at once on separate
  * connections; the expired groups' statements from the census (which subtract one another's
- * counts) in one snapshot on one session, on a database server.
+ * counts) in one snapshot, on a database server — on PostgreSQL on two sessions sharing it when
+ * the pool has a second free (ADR 0018).
  */
 export async function expiryStats(
   read: Pick<ReadDatabase, "mode" | "sql" | "withSession" | "withSpareSession">,

@@ -233,7 +233,7 @@ export function conflictPageSql(input: ConflictsInput, operations: readonly stri
 
 type ExpiryFilter = RecordFilter & { now: Date };
 
-/** Records expiring in the next 24 h per UTC hour, or in the next 30 days per UTC day (rows: { i, n }, i = 0 the hour or day of `now`; buckets: expiryBuckets, lib/stats/expiry.ts). */
+/** Records expiring in the next 24 h per UTC hour, or in the next 30 days per UTC day (rows: { i, n }, i = 0 the hour or day of `now`; buckets: expiryBuckets, store.ts). */
 export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   const [secs, buckets] = per === "hour" ? [3600, 24] : [86400, 30];
   const p = new Params(MYSQL);

@@ -232,7 +232,7 @@ function expiryBase(q: ExpiryFilter) {
   return { p, now, and };
 }
 
-/** Records expiring in the next 24 h per UTC hour, or in the next 30 days per UTC day (rows: { i, n }, i = 0 the hour or day of `now`; buckets: expiryBuckets, lib/stats/expiry.ts). */
+/** Records expiring in the next 24 h per UTC hour, or in the next 30 days per UTC day (rows: { i, n }, i = 0 the hour or day of `now`; buckets: expiryBuckets, store.ts). */
 export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
   const [secs, span] = per === "hour" ? [3600, "24 hours"] : [86400, "30 days"];
   const { p, now, and } = expiryBase(q);
