@@ -150,7 +150,6 @@ export interface ExpiredRow {
  */
 export type ExpiredPart = "all" | "unsettled" | "protected";
 
-/** The condition each ExpiredPart adds to an expiredGroups statement (records aliased `r`). */
 const UNIT_MS = { hour: 3_600_000, day: 86_400_000 } as const;
 
 /** The start of the UTC hour or day `t` falls in (the census's hours; expiryBuckets). */
@@ -161,7 +160,7 @@ export const startOfUtc = (t: Date, per: "hour" | "day"): Date => new Date(Math.
  * forecast): `count` UTC hours or days from `now` — the first from `now` to the next hour
  * (midnight), the last up to `now` + count units, so count + 1 buckets off the hour (midnight),
  * count on it — adding up to [now, now + count units) exactly. Their inner bounds are the
- * census's hours: only the first and the last read records (ADR 0017). Bucket i is row i of
+ * census's hours: only the first and the last read records (ADR 0018). Bucket i is row i of
  * expiringPerHour / expiringPerDay.
  */
 export function expiryBuckets(now: Date, per: "hour" | "day", count = per === "hour" ? 24 : 30): { start: Date; end: Date }[] {
@@ -173,6 +172,7 @@ export function expiryBuckets(now: Date, per: "hour" | "day", count = per === "h
   return bounds.slice(1).map((end, i) => ({ start: new Date(bounds[i]), end: new Date(end) }));
 }
 
+/** The condition each ExpiredPart adds to an expiredGroups statement (records aliased `r`). */
 export const EXPIRED_PART_STATUSES: Record<ExpiredPart, string> = {
   all: "",
   unsettled: ` AND r.status IN ('processing', 'pending')`,
@@ -190,8 +190,11 @@ export interface StatsStore {
    * the transaction): PostgreSQL's READ_SIDE_PLANS (store.postgres.ts); nothing on MySQL.
    */
   readSidePlans(): Promise<void>;
-  /** Every row the overview shows, in the caller's snapshot (a few thousand rows whatever the table size). */
-  /** `alongside`: a second session in the same snapshot to run part of the statements on at once (inSnapshot), where the store can use one. */
+  /**
+   * Every row the overview shows, in the caller's snapshot (a few thousand rows whatever the table
+   * size). `alongside`: a second session in the same snapshot to run part of the statements on at
+   * once (inSnapshot), where the store can use one.
+   */
   overview(reads: OverviewReads, alongside?: SqlExecutor | null): Promise<OverviewRows>;
   /** Every row a metrics scrape exports, in the caller's snapshot. */
   metrics(reads: MetricsReads): Promise<MetricsRows>;
