@@ -19,9 +19,10 @@ const KINDS: ChartSeries[] = [
 
 const percent = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 });
 
-/** Axis labels for the bucket size and span (UTC, like the buckets). */
+/** The forecast's day labels (UTC, like its buckets). */
 const dayLabel = bucketLabeller(86_400, Infinity);
 
+/** Axis labels for the bucket size and span (UTC, like the buckets). */
 function bucketLabel(data: OverviewJson): (iso: string) => string {
   return bucketLabeller(data.series.step.seconds, Date.parse(data.to) - Date.parse(data.from));
 }
