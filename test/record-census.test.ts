@@ -10,6 +10,8 @@ import { readSideConfig } from "@/lib/records/config";
 import { activeByOperationSql } from "@/lib/stats/store.postgres";
 import * as mysqlStats from "@/lib/stats/store.mysql";
 import { countRecordsByExpiry, readCensusDrift, type ExpiryInterval } from "@/lib/stats/census";
+import { censusCover } from "@/lib/stats/census-store";
+import fc from "fast-check";
 import { recordCensusSql } from "@/lib/stats/census-store.postgres";
 import { recordCensusSql as mysqlRecordCensusSql } from "@/lib/stats/census-store.mysql";
 import { rebuildRollups, refreshRollups, repairRecordCensus, verifyRecordCensus } from "@/lib/stats/rollups";
@@ -104,6 +106,20 @@ function intervals(now: number, seed: number): ExpiryInterval[] {
     { name: "aligned hours", from: at(Math.floor(now / HOUR) * HOUR - 5 * HOUR), to: at(Math.floor(now / HOUR) * HOUR + 7 * HOUR) },
     { name: "inside one hour", from: at(Math.floor(now / HOUR) * HOUR + 60_000), to: at(Math.floor(now / HOUR) * HOUR + 50 * 60_000) },
     { name: "empty", from: at(now), to: at(now) },
+    // Edges read on either side of them (censusCover): late in their hours (the piece up to the next
+    // hour added, the piece after the end taken off), early (the piece before the start taken off,
+    // the piece before the end added), and short across one hour's end (read as it is).
+    {
+      name: "edges late in their hours",
+      from: at(Math.floor(now / HOUR) * HOUR + 50 * 60_000),
+      to: at(Math.floor(now / HOUR) * HOUR + 3 * HOUR + 41 * 60_000),
+    },
+    {
+      name: "edges early in their hours",
+      from: at(Math.floor(now / HOUR) * HOUR - 2 * HOUR + 9 * 60_000),
+      to: at(Math.floor(now / HOUR) * HOUR + 5 * HOUR + 12 * 60_000),
+    },
+    { name: "across an hour's end", from: at(Math.floor(now / HOUR) * HOUR + 40 * 60_000), to: at(Math.floor(now / HOUR) * HOUR + 80 * 60_000) },
   ];
   for (let i = 0; i < 12; i++) {
     const a = now + (rnd() - 0.6) * 40 * DAY;
@@ -664,6 +680,53 @@ describe("record census (lib/stats/census.ts)", () => {
       } finally {
         await s.exec("ROLLBACK");
       }
+    });
+  });
+});
+
+describe("censusCover (how an interval is read: the census's whole hours and pieces of hours)", () => {
+  it("adds up to the interval at every instant, with whole hours on the hour and each piece at most half an hour (or the short interval itself)", () => {
+    const time = fc.integer({ min: 0, max: 10 * DAY }).map((ms) => Date.UTC(2026, 11, 1) + ms);
+    const end = fc.oneof({ weight: 1, arbitrary: fc.constant(NaN) }, { weight: 6, arbitrary: time });
+    fc.assert(
+      fc.property(end, end, fc.array(time, { maxLength: 30 }), (a, b, probes) => {
+        const lo = Number.isNaN(a) ? -Infinity : a;
+        const hi = Number.isNaN(b) ? Infinity : b;
+        fc.pre(lo < hi);
+        const { whole, pieces } = censusCover(lo, hi);
+        const inside = (t: number, x: number, y: number) => (x <= t && t < y ? 1 : 0);
+        for (const t of [...probes, ...[lo, hi].filter(Number.isFinite), ...pieces.flatMap((p) => [p.lo, p.hi, p.lo - 1, p.hi - 1])]) {
+          const counted = (whole ? inside(t, whole.lo, whole.hi) : 0) + pieces.reduce((n, p) => n + p.sign * inside(t, p.lo, p.hi), 0);
+          expect(counted, `t=${new Date(t).toISOString()}`).toBe(inside(t, lo, hi));
+        }
+        if (whole) {
+          for (const e of [whole.lo, whole.hi]) if (Number.isFinite(e)) expect(e % HOUR).toBe(0);
+          for (const p of pieces) expect(p.hi - p.lo).toBeLessThanOrEqual(HOUR / 2);
+        } else {
+          expect(pieces).toEqual([{ lo, hi, sign: 1 }]);
+          expect(hi - lo).toBeLessThanOrEqual(HOUR);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("reads each edge on its shorter side: 10 minutes past the hour from the hour, 50 past towards the next", () => {
+    const h = Date.UTC(2026, 11, 2, 10);
+    const min = 60_000;
+    expect(censusCover(h + 10 * min, h + 5 * HOUR + 50 * min)).toEqual({
+      whole: { lo: h, hi: h + 6 * HOUR },
+      pieces: [
+        { lo: h, hi: h + 10 * min, sign: -1 },
+        { lo: h + 5 * HOUR + 50 * min, hi: h + 6 * HOUR, sign: -1 },
+      ],
+    });
+    expect(censusCover(h + 50 * min, h + 5 * HOUR + 10 * min)).toEqual({
+      whole: { lo: h + HOUR, hi: h + 5 * HOUR },
+      pieces: [
+        { lo: h + 50 * min, hi: h + HOUR, sign: 1 },
+        { lo: h + 5 * HOUR, hi: h + 5 * HOUR + 10 * min, sign: 1 },
+      ],
     });
   });
 });

@@ -1,7 +1,7 @@
 import { MYSQL } from "../db/dialect";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import type { AppliedChanges, CensusDriftRow, CensusStore, ExpiryInterval } from "./census-store";
+import { type AppliedChanges, type CensusDriftRow, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
 import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { bin, inSlices, RECORDS_STATE, ROWS_PER_INSERT, valuesSql, watermarkSql } from "./rollup-store.mysql";
 
@@ -16,7 +16,6 @@ import { bin, inSlices, RECORDS_STATE, ROWS_PER_INSERT, valuesSql, watermarkSql 
  * LATERAL (MariaDB has none): primary-key probes are joins from the few touched ids.
  */
 
-const HOUR_MS = 3_600_000;
 /** The UTC hour a DATETIME is in (as a DATETIME). */
 export const CENSUS_HOUR_SQL = (column: string) => bin(column, 3600);
 
@@ -63,7 +62,8 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
 /**
  * Exact record counts per interval of expires_at and per operation, in one statement (InnoDB
  * reads a statement in one snapshot): the census's whole hours + the correction for touched
- * records in those hours + the records in the partial hours at the interval's edges. Rows:
+ * records in those hours, and the pieces of hours at the interval's edges added or taken off
+ * (censusCover). Rows:
  * { name, operation, n }; operations with none left out. With `failed`, also rows
  * 'status:failed' (the census's failed counts of every hour + the correction's, which is joined
  * to the intervals and to this one row). Parameters bind in text order.
@@ -71,7 +71,7 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
  * The shape differs from PostgreSQL's where MariaDB would cost more: MariaDB computes a CTE
  * again at every reference, so the whole hours of every interval are one join of the
  * intervals (`iv`) with the census and with the correction, which is computed once; and the
- * partial hours at the edges are ranges of (operation, expires_at), index only, per operation
+ * pieces at the edges are ranges of (operation, expires_at), index only, per operation
  * (a correlated count per operation, as PostgreSQL's, would read the operation's whole part
  * of the index: MariaDB does not range over (operation, expires_at) with the operation from
  * the outer row; a join with the operation compared as a range does). A range of expires_at
@@ -81,20 +81,15 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
   const p = new Params(MYSQL);
   const op = f.operation;
   const whole: { name: string; lo: number; hi: number; failed: boolean }[] = [];
-  const partial: { name: string; lo: number; hi: number; failed: boolean }[] = [];
+  const edges: { name: string; lo: number; hi: number; sign: 1 | -1; failed: boolean }[] = [];
   for (const iv of intervals) {
     const lo = iv.from ? iv.from.getTime() : -Infinity;
     const hi = iv.to ? iv.to.getTime() : Infinity;
     if (!(lo < hi)) continue;
-    const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
-    const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
     const failed = iv.failed === true;
-    if (wholeLo < wholeHi) {
-      whole.push({ name: iv.name, lo: wholeLo, hi: wholeHi, failed });
-      partial.push({ name: iv.name, lo, hi: wholeLo, failed }, { name: iv.name, lo: wholeHi, hi, failed });
-    } else {
-      partial.push({ name: iv.name, lo, hi, failed });
-    }
+    const cover = censusCover(lo, hi);
+    if (cover.whole) whole.push({ name: iv.name, ...cover.whole, failed });
+    for (const piece of cover.pieces) edges.push({ name: iv.name, ...piece, failed });
   }
   const bound = (ms: number) => `CAST(${p.add(Number.isFinite(ms) ? new Date(ms) : null)} AS DATETIME(6))`;
   const ivRows = whole.length
@@ -116,9 +111,8 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
       `SELECT ${p.add("status:failed")}, c.operation, c.failed FROM record_census c WHERE c.failed > 0${op !== undefined ? ` AND c.operation = ${p.add(op)}` : ""}`,
     );
   }
-  const edges = partial.filter((e) => e.lo < e.hi);
-  if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a partial hour has an open end");
-  // The failed records' partial hours read the rows too, for their status (less than an hour's
+  if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a piece of an hour has an open end");
+  // The failed records' pieces read the rows too, for their status (less than an hour's
   // records), still by their range of (operation, expires_at): with the status in the condition
   // MariaDB would take the status index and read every failed record of the operation (1M records:
   // 36 s instead of 0.1 s).
@@ -128,7 +122,7 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     for (const e of edges) {
       const name = p.add(e.name); // before the range's values: they bind in text order
       branches.push(
-        `SELECT ${name}, r.operation, COUNT(*) FROM ${records(e.failed)}
+        `SELECT ${name}, r.operation, ${e.sign} * COUNT(*) FROM ${records(e.failed)}
           WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(e.lo))} AND r.expires_at < ${p.add(new Date(e.hi))}${onlyFailed(e.failed)} GROUP BY r.operation`,
       );
     }
@@ -141,9 +135,9 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     for (const failed of [false, true]) {
       const some = edges.filter((e) => e.failed === failed);
       if (!some.length) continue;
-      const edgeRows = some.map((e) => `SELECT ${p.add(e.name)} AS name, ${bound(e.lo)} AS lo, ${bound(e.hi)} AS hi`).join(" UNION ALL ");
+      const edgeRows = some.map((e) => `SELECT ${p.add(e.name)} AS name, ${bound(e.lo)} AS lo, ${bound(e.hi)} AS hi, ${e.sign} AS sign`).join(" UNION ALL ");
       branches.push(
-        `SELECT STRAIGHT_JOIN pe.name, o.operation, COUNT(*)
+        `SELECT STRAIGHT_JOIN pe.name, o.operation, SUM(pe.sign)
            FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
            JOIN (${edgeRows}) pe
            JOIN ${records(failed)}

@@ -1,6 +1,6 @@
 import { paramList, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import type { AppliedChanges, CensusDriftRow, CensusStore, ExpiryInterval } from "./census-store";
+import { type AppliedChanges, type CensusDriftRow, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
 import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { RECORDS_STATE } from "./rollup-store.postgres";
 
@@ -9,7 +9,6 @@ import { RECORDS_STATE } from "./rollup-store.postgres";
  * rollups.ts (what they keep and why: census.ts).
  */
 
-const HOUR_MS = 3_600_000;
 const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`;
 export const CENSUS_HOUR_SQL = (column: string) => `date_bin(interval '1 hour', ${column}, ${EPOCH})`;
 
@@ -60,8 +59,8 @@ const correctionSql = (ids: string) => `SELECT r.operation, r.expires_at, 1::big
 /**
  * Exact record counts per interval of expires_at and per operation, in one statement
  * (one snapshot): the census's whole hours + the correction for touched records in those
- * hours + the records in the partial hours at the interval's edges (index ranges of
- * (operation, expires_at), < 1 hour each). Rows: { name, operation, n }; operations with
+ * hours, and the pieces of hours at the interval's edges added or taken off (censusCover; index
+ * ranges of (operation, expires_at), less than an hour each). Rows: { name, operation, n }; operations with
  * none left out. With `failed`, also rows 'status:failed': the census's failed counts of every
  * hour + the correction's.
  */
@@ -78,26 +77,20 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     if (!(lo < hi)) continue;
     const name = p.add(iv.name);
     const [count, corrected, counted] = iv.failed ? ["c.failed", "k.f", `count(*) FILTER (WHERE r.status = 'failed')`] : ["c.count", "k.n", "count(*)"];
-    const wholeLo = Number.isFinite(lo) ? Math.ceil(lo / HOUR_MS) * HOUR_MS : lo;
-    const wholeHi = Number.isFinite(hi) ? Math.floor(hi / HOUR_MS) * HOUR_MS : hi;
-    const edges: [number, number][] = [];
-    if (wholeLo < wholeHi) {
+    const { whole, pieces } = censusCover(lo, hi);
+    if (whole) {
       branches.push(
-        `SELECT ${name}::text AS name, c.operation, ${count} AS n FROM record_census c WHERE ${range("c.expires_hour", wholeLo, wholeHi)}${op ? ` AND c.operation = ${op}` : ""}`,
-        `SELECT ${name}::text, k.operation, ${corrected} FROM corr k WHERE ${range("k.expires_at", wholeLo, wholeHi)}`,
+        `SELECT ${name}::text AS name, c.operation, ${count} AS n FROM record_census c WHERE ${range("c.expires_hour", whole.lo, whole.hi)}${op ? ` AND c.operation = ${op}` : ""}`,
+        `SELECT ${name}::text, k.operation, ${corrected} FROM corr k WHERE ${range("k.expires_at", whole.lo, whole.hi)}`,
       );
-      edges.push([lo, wholeLo], [wholeHi, hi]);
-    } else {
-      edges.push([lo, hi]);
     }
-    for (const [a, b] of edges) {
-      if (!(a < b)) continue;
-      // A partial hour: one index-only range of (operation, expires_at) per operation. The failed
+    for (const piece of pieces) {
+      // Less than an hour: one index-only range of (operation, expires_at) per operation. The failed
       // records' also reads the rows, for their status (less than an hour's records): as a FILTER,
       // not a condition, which would let the planner read every failed record of the operation from
       // the unsettled-status index instead (10M records: 356 ms).
       branches.push(
-        `SELECT ${name}::text, o.operation, (SELECT ${counted} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", a, b)}) FROM ops o`,
+        `SELECT ${name}::text, o.operation, ${piece.sign < 0 ? "-" : ""}(SELECT ${counted} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", piece.lo, piece.hi)}) FROM ops o`,
       );
     }
   }

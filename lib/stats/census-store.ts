@@ -9,8 +9,47 @@ export interface ExpiryInterval {
   name: string;
   from: Date | null;
   to: Date | null;
-  /** Count only the failed records of the interval (the census's failed counts; the partial hours read the status). */
+  /** Count only the failed records of the interval (the census's failed counts; the pieces of hours read the status). */
   failed?: boolean;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** A stretch of expires_at of less than an hour, read from the records: added (+1) or taken off (−1). */
+export interface CensusPiece {
+  lo: number;
+  hi: number;
+  sign: 1 | -1;
+}
+
+/**
+ * How an interval [lo, hi) of expires_at (ms; ±Infinity = open) is counted: the census's whole
+ * hours [whole.lo, whole.hi), if any, and pieces of less than an hour read from the records
+ * (ranges of (operation, expires_at)). An edge off the hour is read on the shorter side of it
+ * within its hour — [edge, next hour) added, or [hour, edge) taken off the census's hour — as
+ * the shorter holds fewer records where they are spread evenly. It matters most at now + the
+ * writers' TTL (the overview's next 24 hours): the hour's part before that edge is the last
+ * minutes' writes (not yet all-visible, so read row by row on PostgreSQL), the part after it
+ * records not written yet. An interval that spans no whole hour either way is read as it is.
+ */
+export function censusCover(lo: number, hi: number): { whole: { lo: number; hi: number } | null; pieces: CensusPiece[] } {
+  const hourNear = (edge: number, side: "lo" | "hi") => {
+    if (!Number.isFinite(edge)) return edge;
+    const down = Math.floor(edge / HOUR_MS) * HOUR_MS;
+    if (down === edge) return edge;
+    const up = down + HOUR_MS;
+    // a tie goes inwards: the piece is added, not taken off
+    return side === "lo" ? (up - edge <= edge - down ? up : down) : edge - down <= up - edge ? down : up;
+  };
+  const wholeLo = hourNear(lo, "lo");
+  const wholeHi = hourNear(hi, "hi");
+  if (!(wholeLo < wholeHi)) return { whole: null, pieces: [{ lo, hi, sign: 1 }] };
+  const pieces: CensusPiece[] = [];
+  if (wholeLo > lo) pieces.push({ lo, hi: wholeLo, sign: 1 });
+  if (wholeLo < lo) pieces.push({ lo: wholeLo, hi: lo, sign: -1 });
+  if (wholeHi < hi) pieces.push({ lo: wholeHi, hi, sign: 1 });
+  if (wholeHi > hi) pieces.push({ lo: hi, hi: wholeHi, sign: -1 });
+  return { whole: { lo: wholeLo, hi: wholeHi }, pieces };
 }
 
 /** How the records of one apply differed from their members. */
@@ -51,7 +90,7 @@ export interface CensusStore {
   /**
    * Exact record counts per interval of expires_at and per operation, in one statement (one
    * snapshot): the census's whole hours, corrected for the records touched since the last
-   * refresh, plus the records of the partial hours at the edges. Operations with none left out.
+   * refresh, and the pieces of hours at the edges added or taken off (censusCover). Operations with none left out.
    * With `failed`, also the failed records of every hour per operation (rows named 'status:failed').
    */
   countByExpiry(intervals: readonly ExpiryInterval[], f: { operation?: string; failed?: boolean }): Promise<{ name: string; operation: string; n: bigint }[]>;

@@ -42,8 +42,9 @@ export type { AppliedChanges, ExpiryInterval };
  *   lock, their members and counts (`asCensusWriter`, CensusStore.takeOutPurged).
  *
  * Reading an interval of expires_at (countByExpiry): the census's whole hours + the
- * correction for touched records in those hours + the records in the partial hours at the
- * interval's edges (index ranges of (operation, expires_at), < 1 hour each). Without a scope
+ * correction for touched records in those hours, and at each edge off the hour the records
+ * of the shorter side of it within its hour, added or taken off (census-store.ts censusCover;
+ * index ranges of (operation, expires_at), half an hour at most). Without a scope
  * the overview's record totals, expired-not-purged, expiring and forecast read a few thousand
  * census rows instead of every record.
  */
