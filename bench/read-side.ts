@@ -203,7 +203,7 @@ async function recordCountsBench(db: Database, floors: ReadFloors, args: Args) {
     byStatus,
     ["all, expired, forecast, failed, operation=capture_payment: lib (census)", totals("capture_payment")],
     byStatusOfOperation,
-    ["expired not purged: lib (census)", sql.recordCensusSql([{ name: "expired", from: null, to: now }])],
+    ["expired not purged: lib (census)", sql.recordCensusSql([{ name: "expired", from: null, to: now }], { now })],
     expired,
     forecast,
   ];

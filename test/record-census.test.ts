@@ -157,17 +157,20 @@ async function raw(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
   return out;
 }
 
-/** The census's counts of `iv` and of the failed records (one statement). */
-async function viaCensus(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string) {
-  const rows = await countRecordsByExpiry(sql, iv, { operation, failed: true });
+/** The census's counts of `iv` and of the failed records (one statement); with `now`, the edges after it read after them (censusCover). */
+async function viaCensus(sql: SqlExecutor, iv: ExpiryInterval[], operation?: string, now?: Date) {
+  const rows = await countRecordsByExpiry(sql, iv, { operation, failed: true, now });
   return Object.fromEntries(rows.map((r) => [`${r.name} ${r.operation}`, r.count]));
 }
 
 async function expectExact(label: string, seed = 1) {
   expect(await stored(db.sql), `${label}: stored census`).toEqual(await expected(db.sql));
-  const iv = intervals(Date.now(), seed);
-  expect(await viaCensus(db.sql, iv), `${label}: counts`).toEqual(await raw(db.sql, iv));
-  expect(await viaCensus(db.sql, iv, "capture_payment"), `${label}: counts, one operation`).toEqual(await raw(db.sql, iv, "capture_payment"));
+  const now = new Date();
+  const iv = intervals(now.getTime(), seed);
+  const all = await raw(db.sql, iv);
+  expect(await viaCensus(db.sql, iv, undefined, now), `${label}: counts`).toEqual(all);
+  expect(await viaCensus(db.sql, iv), `${label}: counts, every edge on its shorter side`).toEqual(all);
+  expect(await viaCensus(db.sql, iv, "capture_payment", now), `${label}: counts, one operation`).toEqual(await raw(db.sql, iv, "capture_payment"));
 }
 
 const policies = () =>
@@ -685,15 +688,15 @@ describe("record census (lib/stats/census.ts)", () => {
 });
 
 describe("censusCover (how an interval is read: the census's whole hours and pieces of hours)", () => {
-  it("adds up to the interval at every instant, with whole hours on the hour and each piece at most half an hour (or the short interval itself)", () => {
+  it("adds up to the interval at every instant, with whole hours on the hour and each piece at most an hour (half of one before now), or the short interval itself", () => {
     const time = fc.integer({ min: 0, max: 10 * DAY }).map((ms) => Date.UTC(2026, 11, 1) + ms);
     const end = fc.oneof({ weight: 1, arbitrary: fc.constant(NaN) }, { weight: 6, arbitrary: time });
     fc.assert(
-      fc.property(end, end, fc.array(time, { maxLength: 30 }), (a, b, probes) => {
+      fc.property(end, end, end, fc.array(time, { maxLength: 30 }), (a, b, now, probes) => {
         const lo = Number.isNaN(a) ? -Infinity : a;
         const hi = Number.isNaN(b) ? Infinity : b;
         fc.pre(lo < hi);
-        const { whole, pieces } = censusCover(lo, hi);
+        const { whole, pieces } = censusCover(lo, hi, now);
         const inside = (t: number, x: number, y: number) => (x <= t && t < y ? 1 : 0);
         for (const t of [...probes, ...[lo, hi].filter(Number.isFinite), ...pieces.flatMap((p) => [p.lo, p.hi, p.lo - 1, p.hi - 1])]) {
           const counted = (whole ? inside(t, whole.lo, whole.hi) : 0) + pieces.reduce((n, p) => n + p.sign * inside(t, p.lo, p.hi), 0);
@@ -701,17 +704,22 @@ describe("censusCover (how an interval is read: the census's whole hours and pie
         }
         if (whole) {
           for (const e of [whole.lo, whole.hi]) if (Number.isFinite(e)) expect(e % HOUR).toBe(0);
-          for (const p of pieces) expect(p.hi - p.lo).toBeLessThanOrEqual(HOUR / 2);
+          for (const p of pieces) {
+            expect(p.hi - p.lo).toBeLessThan(HOUR);
+            const edge = p.lo === lo || p.hi === lo ? lo : hi; // the interval's edge the piece runs from
+            if (!(edge > now)) expect(p.hi - p.lo).toBeLessThanOrEqual(HOUR / 2);
+            else expect(p.lo, "after now: the piece after the edge").toBe(edge);
+          }
         } else {
           expect(pieces).toEqual([{ lo, hi, sign: 1 }]);
           expect(hi - lo).toBeLessThanOrEqual(HOUR);
         }
       }),
-      { numRuns: 2000 },
+      { numRuns: 3000 },
     );
   });
 
-  it("reads each edge on its shorter side: 10 minutes past the hour from the hour, 50 past towards the next", () => {
+  it("reads each edge on its shorter side — 10 minutes past the hour from the hour, 50 past towards the next — and an edge after now after it", () => {
     const h = Date.UTC(2026, 11, 2, 10);
     const min = 60_000;
     expect(censusCover(h + 10 * min, h + 5 * HOUR + 50 * min)).toEqual({
@@ -726,6 +734,15 @@ describe("censusCover (how an interval is read: the census's whole hours and pie
       pieces: [
         { lo: h + 50 * min, hi: h + HOUR, sign: 1 },
         { lo: h + 5 * HOUR, hi: h + 5 * HOUR + 10 * min, sign: 1 },
+      ],
+    });
+    // now + 24 h, 10 minutes past the hour: the 50 minutes after it taken off, not the 10 before it added.
+    const now = h + 10 * min;
+    expect(censusCover(now, now + DAY, now)).toEqual({
+      whole: { lo: h, hi: h + DAY + HOUR },
+      pieces: [
+        { lo: h, hi: now, sign: -1 },
+        { lo: now + DAY, hi: h + DAY + HOUR, sign: -1 },
       ],
     });
   });

@@ -1,7 +1,7 @@
 import { MYSQL } from "../db/dialect";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import { type AppliedChanges, type CensusDriftRow, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
+import { type AppliedChanges, type CensusDriftRow, type CensusCountOptions, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
 import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { bin, inSlices, RECORDS_STATE, ROWS_PER_INSERT, valuesSql, watermarkSql } from "./rollup-store.mysql";
 
@@ -77,7 +77,7 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
  * the outer row; a join with the operation compared as a range does). A range of expires_at
  * alone would read the rows: that index has no operation (EXPLAIN: test/record-census.test.ts).
  */
-export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string; failed?: boolean } = {}): Statement {
+export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusCountOptions = {}): Statement {
   const p = new Params(MYSQL);
   const op = f.operation;
   const whole: { name: string; lo: number; hi: number; failed: boolean }[] = [];
@@ -87,7 +87,7 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
     const hi = iv.to ? iv.to.getTime() : Infinity;
     if (!(lo < hi)) continue;
     const failed = iv.failed === true;
-    const cover = censusCover(lo, hi);
+    const cover = censusCover(lo, hi, f.now?.getTime());
     if (cover.whole) whole.push({ name: iv.name, ...cover.whole, failed });
     for (const piece of cover.pieces) edges.push({ name: iv.name, ...piece, failed });
   }

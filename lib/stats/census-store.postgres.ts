@@ -1,6 +1,6 @@
 import { paramList, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import { type AppliedChanges, type CensusDriftRow, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
+import { type AppliedChanges, type CensusDriftRow, type CensusCountOptions, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
 import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { RECORDS_STATE } from "./rollup-store.postgres";
 
@@ -64,20 +64,22 @@ const correctionSql = (ids: string) => `SELECT r.operation, r.expires_at, 1::big
  * none left out. With `failed`, also rows 'status:failed': the census's failed counts of every
  * hour + the correction's.
  */
-export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { operation?: string; failed?: boolean } = {}): Statement {
+export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusCountOptions = {}): Statement {
   const p = paramList();
   const op = f.operation === undefined ? null : p.add(f.operation);
   const ts = (d: number) => `${p.add(new Date(d))}::timestamptz`;
   const range = (col: string, lo: number, hi: number) =>
     [...(Number.isFinite(lo) ? [`${col} >= ${ts(lo)}`] : []), ...(Number.isFinite(hi) ? [`${col} < ${ts(hi)}`] : [])].join(" AND ") || "TRUE";
   const branches: string[] = [];
+  const pieceOf = new Map<string, number>();
+  const pieceReads: string[] = [];
   for (const iv of intervals) {
     const lo = iv.from ? iv.from.getTime() : -Infinity;
     const hi = iv.to ? iv.to.getTime() : Infinity;
     if (!(lo < hi)) continue;
     const name = p.add(iv.name);
     const [count, corrected, counted] = iv.failed ? ["c.failed", "k.f", `count(*) FILTER (WHERE r.status = 'failed')`] : ["c.count", "k.n", "count(*)"];
-    const { whole, pieces } = censusCover(lo, hi);
+    const { whole, pieces } = censusCover(lo, hi, f.now?.getTime());
     if (whole) {
       branches.push(
         `SELECT ${name}::text AS name, c.operation, ${count} AS n FROM record_census c WHERE ${range("c.expires_hour", whole.lo, whole.hi)}${op ? ` AND c.operation = ${op}` : ""}`,
@@ -85,13 +87,21 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
       );
     }
     for (const piece of pieces) {
-      // Less than an hour: one index-only range of (operation, expires_at) per operation. The failed
-      // records' also reads the rows, for their status (less than an hour's records): as a FILTER,
-      // not a condition, which would let the planner read every failed record of the operation from
-      // the unsettled-status index instead (10M records: 356 ms).
-      branches.push(
-        `SELECT ${name}::text, o.operation, ${piece.sign < 0 ? "-" : ""}(SELECT ${counted} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", piece.lo, piece.hi)}) FROM ops o`,
-      );
+      // A piece is read once however many intervals share it (the overview's `now` edge: three).
+      const key = `${piece.lo} ${piece.hi} ${iv.failed === true}`;
+      let i = pieceOf.get(key);
+      if (i === undefined) {
+        i = pieceReads.length;
+        pieceOf.set(key, i);
+        // Less than an hour: one index-only range of (operation, expires_at) per operation. The failed
+        // records' also reads the rows, for their status (less than an hour's records): as a FILTER,
+        // not a condition, which would let the planner read every failed record of the operation from
+        // the unsettled-status index instead (10M records: 356 ms).
+        pieceReads.push(
+          `SELECT ${i} AS i, o.operation, (SELECT ${counted} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", piece.lo, piece.hi)}) AS n FROM ops o`,
+        );
+      }
+      branches.push(`SELECT ${name}::text, pc.operation, ${piece.sign < 0 ? "-" : ""}pc.n FROM pieces pc WHERE pc.i = ${i}`);
     }
   }
   if (f.failed) {
@@ -112,7 +122,13 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: { opera
           ? `SELECT ${op}::text AS operation`
           : `SELECT DISTINCT operation FROM (SELECT c.operation FROM record_census c WHERE c.count > 0 UNION ALL SELECT k.operation FROM corr k WHERE k.n > 0) x`
       }
-    )
+    )${
+      pieceReads.length
+        ? `, pieces AS MATERIALIZED (
+      ${pieceReads.join("\n      UNION ALL\n      ")}
+    )`
+        : ""
+    }
     SELECT name, operation, sum(n)::bigint AS n FROM (
       ${branches.join("\n      UNION ALL\n      ")}
     ) x(name, operation, n) GROUP BY 1, 2 HAVING sum(n) > 0`;

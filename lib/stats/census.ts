@@ -1,5 +1,5 @@
 import type { SqlExecutor } from "../db/sql";
-import { censusStore, type AppliedChanges, type CensusDriftRow, type DepartureRow, type ExpiryInterval } from "./census-store";
+import { censusStore, type AppliedChanges, type CensusCountOptions, type CensusDriftRow, type DepartureRow, type ExpiryInterval } from "./census-store";
 import { rollupStore } from "./rollup-store";
 
 export type { AppliedChanges, ExpiryInterval };
@@ -71,11 +71,7 @@ export interface CensusCount {
  * Exact record counts per interval of expires_at and per operation, in one statement (one
  * snapshot); with `failed`, the failed records per operation too (name 'status:failed').
  */
-export async function countRecordsByExpiry(
-  session: SqlExecutor,
-  intervals: readonly ExpiryInterval[],
-  f: { operation?: string; failed?: boolean } = {},
-): Promise<CensusCount[]> {
+export async function countRecordsByExpiry(session: SqlExecutor, intervals: readonly ExpiryInterval[], f: CensusCountOptions = {}): Promise<CensusCount[]> {
   const rows = await censusStore(session).countByExpiry(intervals, f);
   return rows.map((r) => ({ name: r.name, operation: r.operation, count: Number(r.n) }));
 }

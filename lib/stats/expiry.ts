@@ -124,7 +124,7 @@ export async function expiryStats(
 async function expiringFromCensus(sql: SqlExecutor, operation: string | undefined, now: Date, per: "hour" | "day"): Promise<{ i: number; n: bigint }[]> {
   const buckets: ExpiryInterval[] = expiryBuckets(now, per).map((b, i) => ({ name: String(i), from: b.start, to: b.end }));
   const perBucket = new Map<number, bigint>();
-  for (const c of await countRecordsByExpiry(sql, buckets, { operation }))
+  for (const c of await countRecordsByExpiry(sql, buckets, { operation, now }))
     perBucket.set(Number(c.name), (perBucket.get(Number(c.name)) ?? 0n) + BigInt(c.count));
   return [...perBucket].map(([i, n]) => ({ i, n }));
 }
@@ -164,7 +164,7 @@ export async function expiredGroupsFromCensus(
   });
   const f = { operation, scope: undefined };
   const [census, unsettled, kept] = await Promise.all([
-    countRecordsByExpiry(sql, intervals, { operation }),
+    countRecordsByExpiry(sql, intervals, { operation, now }),
     statsStore(alongside ?? sql).expiredGroups(f, now, rules, "unsettled"),
     store.expiredGroups(f, now, rules, "protected"),
   ]);

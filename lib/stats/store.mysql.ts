@@ -86,9 +86,9 @@ export function activeByOperationSql(f: { operation?: string; scope?: string }, 
  * conditional count over a bound bound as a constant, the numbers taken from them after the
  * grouping by a join with the names (a few rows). Rows: { name, operation, n }.
  */
-export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals">): Statement {
+export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals" | "now">): Statement {
   const f = r.filters;
-  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation, failed: true });
+  if (!f.scope) return recordCensusSql(r.recordIntervals, { operation: f.operation, failed: true, now: r.now });
   const p = new Params(MYSQL);
   // Parameters bind in text order: the pass's bounds and filters, then the names.
   const { columns, numbers } = scopePass(r.recordIntervals, (d) => p.add(d));
@@ -180,7 +180,7 @@ export function metricsSql(r: MetricsReads) {
   return {
     operations: plain(KNOWN_OPERATIONS_SQL),
     active: activeByOperationSql({}, r.thresholds, r.now),
-    expired: recordCensusSql(r.expired),
+    expired: recordCensusSql(r.expired, { now: r.now }),
     open: openReconciliationSql({}),
     totals: countsSql(r.allTime, {}),
     rollup: plain(ROLLUP_STATE_SQL),
