@@ -43,8 +43,9 @@ export type { AppliedChanges, ExpiryInterval };
  *
  * Reading an interval of expires_at (countByExpiry): the census's whole hours + the
  * correction for touched records in those hours, and at each edge off the hour the records
- * of the shorter side of it within its hour, added or taken off (census-store.ts censusCover;
- * index ranges of (operation, expires_at), half an hour at most). Without a scope
+ * of one side of it within its hour, added or taken off (census-store.ts censusCover: after
+ * `now` the side after the edge, else the shorter; index ranges of (operation, expires_at),
+ * less than an hour each). Without a scope
  * the overview's record totals, expired-not-purged, expiring and forecast read a few thousand
  * census rows instead of every record.
  */
