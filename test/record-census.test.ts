@@ -746,4 +746,21 @@ describe("censusCover (how an interval is read: the census's whole hours and pie
       ],
     });
   });
+
+  it("reads a piece shared by several intervals once, on both dialects (the overview's now: expired, the next 24 h, today)", () => {
+    const h = Date.UTC(2026, 11, 2, 10);
+    const now = h + 10 * 60_000; // every interval's piece at now is [h, now): added to some, taken off others
+    const ivs: ExpiryInterval[] = [
+      { name: "expired", from: null, to: new Date(now) },
+      { name: "next24h", from: new Date(now), to: new Date(now + DAY) },
+      { name: "today", from: new Date(h - 10 * HOUR), to: new Date(now) },
+      { name: "failedNext24h", from: new Date(now), to: new Date(now + DAY), failed: true },
+    ];
+    // Each read of a piece binds its edge once; the whole hours bind hours, never now.
+    const readsOfNow = (q: { values: unknown[] }) => q.values.filter((v) => v instanceof Date && v.getTime() === now).length;
+    for (const f of [{ now: new Date(now) }, { now: new Date(now), operation: "capture_payment" }]) {
+      expect(readsOfNow(recordCensusSql(ivs, f)), "PostgreSQL").toBe(2); // all records once, the failed once
+      expect(readsOfNow(mysqlRecordCensusSql(ivs, f)), "MySQL").toBe(2);
+    }
+  });
 });

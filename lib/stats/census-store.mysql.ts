@@ -118,33 +118,51 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusC
   // 36 s instead of 0.1 s).
   const onlyFailed = (failed: boolean) => (failed ? ` AND r.status = 'failed'` : "");
   const records = (failed: boolean) => `idempotency_records r${failed ? " FORCE INDEX (idempotency_records_operation_expires_at_idx)" : ""}`;
-  if (op !== undefined) {
-    for (const e of edges) {
-      const name = p.add(e.name); // before the range's values: they bind in text order
-      branches.push(
-        `SELECT ${name}, r.operation, ${e.sign} * COUNT(*) FROM ${records(e.failed)}
-          WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(e.lo))} AND r.expires_at < ${p.add(new Date(e.hi))}${onlyFailed(e.failed)} GROUP BY r.operation`,
-      );
-    }
-  } else {
-    // Every operation's range of (operation, expires_at), index only: the operations by a loose
-    // scan of that index (one entry per operation), each edge a range per operation. The
-    // operation is compared as a range (>= and <=), not by equality: equality would make
-    // MariaDB read the operation's whole part of the index (ref) and filter; a range lets it
-    // choose a range of both columns per row of the edges ("range checked for each record").
-    for (const failed of [false, true]) {
-      const some = edges.filter((e) => e.failed === failed);
-      if (!some.length) continue;
-      const edgeRows = some.map((e) => `SELECT ${p.add(e.name)} AS name, ${bound(e.lo)} AS lo, ${bound(e.hi)} AS hi, ${e.sign} AS sign`).join(" UNION ALL ");
-      branches.push(
-        `SELECT STRAIGHT_JOIN pe.name, o.operation, SUM(pe.sign)
+  // A piece shared by several intervals is read once (the overview's `now` edge: three), its
+  // count then given to each interval with that interval's sign: the pieces' counts are a
+  // derived table read once (MariaDB would compute a CTE again at each reference), joined to the
+  // edges by the piece's number.
+  for (const failed of [false, true]) {
+    const some = edges.filter((e) => e.failed === failed);
+    if (!some.length) continue;
+    const pieceOf = new Map<string, number>();
+    const pieces: { lo: number; hi: number }[] = [];
+    const numbered = some.map((e) => {
+      const key = `${e.lo} ${e.hi}`;
+      let i = pieceOf.get(key);
+      if (i === undefined) {
+        i = pieces.length;
+        pieceOf.set(key, i);
+        pieces.push({ lo: e.lo, hi: e.hi });
+      }
+      return { ...e, i };
+    });
+    let counts: string;
+    if (op !== undefined) {
+      counts = pieces
+        .map(
+          (pc, i) => `SELECT ${i} AS i, r.operation, COUNT(*) AS n FROM ${records(failed)}
+          WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(pc.lo))} AND r.expires_at < ${p.add(new Date(pc.hi))}${onlyFailed(failed)} GROUP BY r.operation`,
+        )
+        .join("\n          UNION ALL\n          ");
+    } else {
+      // Every operation's range of (operation, expires_at), index only: the operations by a loose
+      // scan of that index (one entry per operation), each piece a range per operation. The
+      // operation is compared as a range (>= and <=), not by equality: equality would make
+      // MariaDB read the operation's whole part of the index (ref) and filter; a range lets it
+      // choose a range of both columns per row of the pieces ("range checked for each record").
+      const pieceRows = pieces.map((pc, i) => `SELECT ${i} AS i, ${bound(pc.lo)} AS lo, ${bound(pc.hi)} AS hi`).join(" UNION ALL ");
+      counts = `SELECT STRAIGHT_JOIN pp.i, o.operation, COUNT(*) AS n
            FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
-           JOIN (${edgeRows}) pe
+           JOIN (${pieceRows}) pp
            JOIN ${records(failed)}
-             ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pe.lo AND r.expires_at < pe.hi${onlyFailed(failed)}
-          GROUP BY pe.name, o.operation`,
-      );
+             ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pp.lo AND r.expires_at < pp.hi${onlyFailed(failed)}
+          GROUP BY pp.i, o.operation`;
     }
+    const edgeRows = numbered.map((e) => `SELECT ${p.add(e.name)} AS name, ${e.i} AS i, ${e.sign} AS sign`).join(" UNION ALL ");
+    branches.push(`SELECT pe.name, pc.operation, pe.sign * pc.n FROM (
+          ${counts}
+        ) pc JOIN (${edgeRows}) pe ON pe.i = pc.i`);
   }
   const text = `WITH iv AS (${ivRows})
     SELECT x.name, x.operation, CAST(SUM(x.n) AS SIGNED) AS n FROM (
