@@ -105,11 +105,13 @@ export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordInterv
 /**
  * Open reconciliation items (open, checking, needs_manual); filtered through their record
  * (PostgreSQL's openReconciliationSql). `from: "items"`: each open item's record among the
- * processing and pending records — their ids, operations and scopes from the unsettled index
- * alone, materialized once (the LIMIT keeps MySQL and MariaDB from merging the derived table
- * back into a lookup per item) and probed by id — and only for an item whose record is neither
- * (normally none) a primary-key lookup of its record: O(open items + unsettled records), not a
- * random read of the big table per item. `from: "records"` (a scope), a probe of the items'
+ * processing and pending records — their ids and whether they match the filters, from the
+ * unsettled index alone, materialized once (the LIMIT keeps MySQL and MariaDB from merging the
+ * derived table back into a lookup per item) and probed by id. Only the flag, not the operation
+ * and scope: two VARCHAR(255) columns made the temporary table 2 KB a row, past
+ * tmp_memory_table_size, so MariaDB wrote it to disk (10M records, 70k unsettled: 947 → 85 ms).
+ * Only for an item whose record is neither (normally none) a primary-key lookup of its record:
+ * O(open items + unsettled records), not a random read of the big table per item. `from: "records"` (a scope), a probe of the items'
  * record_id index per record of the scope, the ids from a scope index (InnoDB's secondary
  * indexes carry the primary key).
  */
@@ -123,17 +125,17 @@ export function openReconciliationSql(f: { operation?: string; scope?: string },
       values: p.values,
     };
   }
-  const matches = [
-    ...(f.operation ? [`COALESCE(u.operation, x.operation) = ${p.add(f.operation)}`] : []),
-    ...(f.scope ? [`COALESCE(u.scope, x.scope) = ${p.add(f.scope)}`] : []),
-  ];
+  // Parameters bind in text order: the derived table's come before the states'.
+  const q = new Params(MYSQL);
+  const matches = (a: string) =>
+    [...(f.operation ? [`${a}.operation = ${q.add(f.operation)}`] : []), ...(f.scope ? [`${a}.scope = ${q.add(f.scope)}`] : [])].join(" AND ");
+  const derived = `SELECT r.id, ${matches("r")} AS m FROM idempotency_records r WHERE r.status IN ('processing', 'pending') LIMIT 18446744073709551615`;
   return {
     text: `SELECT STRAIGHT_JOIN COUNT(*) AS n FROM reconciliation_items i
-             LEFT JOIN (SELECT r.id, r.operation, r.scope FROM idempotency_records r WHERE r.status IN ('processing', 'pending')
-                         LIMIT 18446744073709551615) u ON u.id = i.record_id
+             LEFT JOIN (${derived}) u ON u.id = i.record_id
              LEFT JOIN idempotency_records x ON u.id IS NULL AND x.id = i.record_id
-            WHERE i.state IN (${states}) AND ${matches.join(" AND ")}`,
-    values: p.values,
+            WHERE i.state IN (${q.list(OPEN_RECONCILIATION_STATES)}) AND COALESCE(u.m, ${matches("x")})`,
+    values: q.values,
   };
 }
 
