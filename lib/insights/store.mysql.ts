@@ -2,7 +2,8 @@ import { MYSQL } from "../db/dialect";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
-import { activeByOperationSql, KNOWN_OPERATIONS_SQL } from "../stats/store.mysql";
+import { activeByOperationSql, activeGroupRows, type ActiveStatusRow, KNOWN_OPERATIONS_SQL } from "../stats/store.mysql";
+import { foldActive } from "../stats/store";
 import { watermarkSql } from "../stats/rollup-store.mysql";
 import { RETRY_SLICES } from "./config";
 import type { ActiveRow, ExpiryRow, InsightsStore, KeySampleRow, LateRetryRow, Range, RetryWindowRow, TrafficRow } from "./store";
@@ -236,9 +237,9 @@ export function mysqlInsightsStore(ex: SqlExecutor): InsightsStore {
       }));
     },
     async activeByOperation(thresholds: StuckThresholds, now: Date, windowSeconds: number) {
-      type Row = { operation: string; stuck: bigint; pending: bigint; oldestPending: Date | null };
-      const current = await q<Row>(activeByOperationSql({}, thresholds, now));
-      const before = await q<Row>(activeByOperationSql({}, thresholds, new Date(now.getTime() - windowSeconds * 1000)));
+      const active = async (at: Date) => foldActive(activeGroupRows(await q<ActiveStatusRow>(activeByOperationSql({}, thresholds, at)))).active;
+      const current = await active(now);
+      const before = await active(new Date(now.getTime() - windowSeconds * 1000));
       const earlier = new Map(before.map((r) => [r.operation, Number(r.stuck)]));
       return current.map((r): ActiveRow => ({
         operation: r.operation,
