@@ -105,6 +105,11 @@ const ALLOWED_UNDECLARED_INDEXES = [
     name: "idempotency_records_unsettled_status_idx",
     reason: "PostgreSQL's partial WHERE status <> 'completed' with INCLUDE (scope, id, expires_at, legal_hold); full here, the scope a key column",
   },
+  {
+    table: "idempotency_records",
+    name: "idempotency_records_status_expires_at_idx",
+    reason: "the INCLUDE (expires_at, legal_hold) of PostgreSQL's unsettled index, which InnoDB's key limit leaves no room for there",
+  },
   { table: "purge_runs", name: "purge_runs_one_active_key", reason: "unique on the generated active_slot" },
   { table: "legal_holds", name: "legal_holds_active_scope_key", reason: "unique on the generated active_scope" },
   { table: "retention_policies", name: "retention_policies_operation_key", reason: "unique on the generated operation_key" },
