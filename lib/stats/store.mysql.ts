@@ -95,7 +95,13 @@ export function activeGroupRows(rows: readonly ActiveStatusRow[], ageBounds?: re
     }
     if (!ageBounds) return [{ ...none, operation: r.operation, i: null, pending: n, oldestPending: r.oldest }];
     const reached = (k: number) => (k === 0 ? n : k > ageBounds.length ? 0n : BigInt(r[`a${k - 1}`]));
-    return Array.from({ length: ageBounds.length + 1 }, (_, i) => ({ ...none, operation: r.operation, i, pending: reached(i) - reached(i + 1), oldestPending: r.oldest }));
+    return Array.from({ length: ageBounds.length + 1 }, (_, i) => ({
+      ...none,
+      operation: r.operation,
+      i,
+      pending: reached(i) - reached(i + 1),
+      oldestPending: r.oldest,
+    }));
   });
 }
 
