@@ -137,9 +137,9 @@ export function recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordInterv
  * and scope: two VARCHAR(255) columns made the temporary table 2 KB a row, past
  * tmp_memory_table_size, so MariaDB wrote it to disk (10M records, 70k unsettled: 947 → 85 ms).
  * Only for an item whose record is neither (normally none) a primary-key lookup of its record:
- * O(open items + unsettled records), not a random read of the big table per item. `from: "records"` (a scope), a probe of the items'
- * record_id index per record of the scope, the ids from a scope index (InnoDB's secondary
- * indexes carry the primary key).
+ * O(open items + unsettled records), not a random read of the big table per item.
+ * `from: "records"` (a scope), a probe of the items' record_id index per record of the scope, the
+ * ids from a scope index (InnoDB's secondary indexes carry the primary key).
  */
 export function openReconciliationSql(f: { operation?: string; scope?: string }, from: OpenItemsFrom = "items"): Statement {
   const p = new Params(MYSQL);
