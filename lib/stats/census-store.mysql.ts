@@ -1,7 +1,7 @@
 import { MYSQL } from "../db/dialect";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import { type AppliedChanges, type CensusDriftRow, type CensusCountOptions, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
+import { type AppliedChanges, type CensusDriftRow, type CensusCountOptions, type CensusStore, coverIntervals, type ExpiryInterval } from "./census-store";
 import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { bin, inSlices, RECORDS_STATE, ROWS_PER_INSERT, valuesSql, watermarkSql } from "./rollup-store.mysql";
 
@@ -80,17 +80,7 @@ const correctionSql = (ids: string) => `SELECT IF(s.sign = 1, r.operation, m.ope
 export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusCountOptions = {}): Statement {
   const p = new Params(MYSQL);
   const op = f.operation;
-  const whole: { name: string; lo: number; hi: number; failed: boolean }[] = [];
-  const edges: { name: string; lo: number; hi: number; sign: 1 | -1; failed: boolean }[] = [];
-  for (const iv of intervals) {
-    const lo = iv.from ? iv.from.getTime() : -Infinity;
-    const hi = iv.to ? iv.to.getTime() : Infinity;
-    if (!(lo < hi)) continue;
-    const failed = iv.failed === true;
-    const cover = censusCover(lo, hi, f.now?.getTime());
-    if (cover.whole) whole.push({ name: iv.name, ...cover.whole, failed });
-    for (const piece of cover.pieces) edges.push({ name: iv.name, ...piece, failed });
-  }
+  const { whole, pieces: allPieces, uses } = coverIntervals(intervals, f.now);
   const bound = (ms: number) => `CAST(${p.add(Number.isFinite(ms) ? new Date(ms) : null)} AS DATETIME(6))`;
   const ivRows = whole.length
     ? whole.map((w) => `SELECT ${p.add(w.name)} AS name, ${bound(w.lo)} AS lo, ${bound(w.hi)} AS hi, ${w.failed ? 1 : 0} AS failed`).join(" UNION ALL ")
@@ -111,37 +101,24 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusC
       `SELECT ${p.add("status:failed")}, c.operation, c.failed FROM record_census c WHERE c.failed > 0${op !== undefined ? ` AND c.operation = ${p.add(op)}` : ""}`,
     );
   }
-  if (edges.some((e) => !Number.isFinite(e.lo) || !Number.isFinite(e.hi))) throw new Error("recordCensusSql: a piece of an hour has an open end");
+  if (allPieces.some((pc) => !Number.isFinite(pc.lo) || !Number.isFinite(pc.hi))) throw new Error("recordCensusSql: a piece of an hour has an open end");
   // The failed records' pieces read the rows too, for their status (less than an hour's
   // records), still by their range of (operation, expires_at): with the status in the condition
   // MariaDB would take the status index and read every failed record of the operation (1M records:
   // 36 s instead of 0.1 s).
   const onlyFailed = (failed: boolean) => (failed ? ` AND r.status = 'failed'` : "");
   const records = (failed: boolean) => `idempotency_records r${failed ? " FORCE INDEX (idempotency_records_operation_expires_at_idx)" : ""}`;
-  // A piece shared by several intervals is read once (the overview's `now` edge: three), its
-  // count then given to each interval with that interval's sign: the pieces' counts are a
-  // derived table read once (MariaDB would compute a CTE again at each reference), joined to the
-  // edges by the piece's number.
+  // The pieces' counts (coverIntervals: each piece read once) are a derived table read once
+  // (MariaDB would compute a CTE again at each reference), joined to the intervals' uses of them
+  // by the piece's number, each with its sign; the failed pieces and the others apart.
   for (const failed of [false, true]) {
-    const some = edges.filter((e) => e.failed === failed);
-    if (!some.length) continue;
-    const pieceOf = new Map<string, number>();
-    const pieces: { lo: number; hi: number }[] = [];
-    const numbered = some.map((e) => {
-      const key = `${e.lo} ${e.hi}`;
-      let i = pieceOf.get(key);
-      if (i === undefined) {
-        i = pieces.length;
-        pieceOf.set(key, i);
-        pieces.push({ lo: e.lo, hi: e.hi });
-      }
-      return { ...e, i };
-    });
+    const pieces = allPieces.map((pc, i) => ({ ...pc, i })).filter((pc) => pc.failed === failed);
+    if (!pieces.length) continue;
     let counts: string;
     if (op !== undefined) {
       counts = pieces
         .map(
-          (pc, i) => `SELECT ${i} AS i, r.operation, COUNT(*) AS n FROM ${records(failed)}
+          (pc) => `SELECT ${pc.i} AS i, r.operation, COUNT(*) AS n FROM ${records(failed)}
           WHERE r.operation = ${p.add(op)} AND r.expires_at >= ${p.add(new Date(pc.lo))} AND r.expires_at < ${p.add(new Date(pc.hi))}${onlyFailed(failed)} GROUP BY r.operation`,
         )
         .join("\n          UNION ALL\n          ");
@@ -151,7 +128,7 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusC
       // operation is compared as a range (>= and <=), not by equality: equality would make
       // MariaDB read the operation's whole part of the index (ref) and filter; a range lets it
       // choose a range of both columns per row of the pieces ("range checked for each record").
-      const pieceRows = pieces.map((pc, i) => `SELECT ${i} AS i, ${bound(pc.lo)} AS lo, ${bound(pc.hi)} AS hi`).join(" UNION ALL ");
+      const pieceRows = pieces.map((pc) => `SELECT ${pc.i} AS i, ${bound(pc.lo)} AS lo, ${bound(pc.hi)} AS hi`).join(" UNION ALL ");
       counts = `SELECT STRAIGHT_JOIN pp.i, o.operation, COUNT(*) AS n
            FROM (SELECT DISTINCT ops.operation FROM idempotency_records ops) o
            JOIN (${pieceRows}) pp
@@ -159,7 +136,10 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusC
              ON r.operation >= o.operation AND r.operation <= o.operation AND r.expires_at >= pp.lo AND r.expires_at < pp.hi${onlyFailed(failed)}
           GROUP BY pp.i, o.operation`;
     }
-    const edgeRows = numbered.map((e) => `SELECT ${p.add(e.name)} AS name, ${e.i} AS i, ${e.sign} AS sign`).join(" UNION ALL ");
+    const edgeRows = uses
+      .filter((u) => allPieces[u.piece].failed === failed)
+      .map((u) => `SELECT ${p.add(u.name)} AS name, ${u.piece} AS i, ${u.sign} AS sign`)
+      .join(" UNION ALL ");
     branches.push(`SELECT pe.name, pc.operation, pe.sign * pc.n FROM (
           ${counts}
         ) pc JOIN (${edgeRows}) pe ON pe.i = pc.i`);

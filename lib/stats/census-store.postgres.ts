@@ -1,6 +1,6 @@
 import { paramList, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import { type AppliedChanges, type CensusDriftRow, type CensusCountOptions, type CensusStore, censusCover, type ExpiryInterval } from "./census-store";
+import { type AppliedChanges, type CensusDriftRow, type CensusCountOptions, type CensusStore, coverIntervals, type ExpiryInterval } from "./census-store";
 import { GAP_GRACE_SECONDS } from "./rollup-store";
 import { RECORDS_STATE } from "./rollup-store.postgres";
 
@@ -70,40 +70,31 @@ export function recordCensusSql(intervals: readonly ExpiryInterval[], f: CensusC
   const ts = (d: number) => `${p.add(new Date(d))}::timestamptz`;
   const range = (col: string, lo: number, hi: number) =>
     [...(Number.isFinite(lo) ? [`${col} >= ${ts(lo)}`] : []), ...(Number.isFinite(hi) ? [`${col} < ${ts(hi)}`] : [])].join(" AND ") || "TRUE";
+  const { whole, pieces, uses } = coverIntervals(intervals, f.now);
+  // Each interval's name bound once, however many branches it has.
+  const names = new Map<string, string>();
+  const named = (name: string) => {
+    let placeholder = names.get(name);
+    if (placeholder === undefined) names.set(name, (placeholder = p.add(name)));
+    return placeholder;
+  };
   const branches: string[] = [];
-  const pieceOf = new Map<string, number>();
-  const pieceReads: string[] = [];
-  for (const iv of intervals) {
-    const lo = iv.from ? iv.from.getTime() : -Infinity;
-    const hi = iv.to ? iv.to.getTime() : Infinity;
-    if (!(lo < hi)) continue;
-    const name = p.add(iv.name);
-    const [count, corrected, counted] = iv.failed ? ["c.failed", "k.f", `count(*) FILTER (WHERE r.status = 'failed')`] : ["c.count", "k.n", "count(*)"];
-    const { whole, pieces } = censusCover(lo, hi, f.now?.getTime());
-    if (whole) {
-      branches.push(
-        `SELECT ${name}::text AS name, c.operation, ${count} AS n FROM record_census c WHERE ${range("c.expires_hour", whole.lo, whole.hi)}${op ? ` AND c.operation = ${op}` : ""}`,
-        `SELECT ${name}::text, k.operation, ${corrected} FROM corr k WHERE ${range("k.expires_at", whole.lo, whole.hi)}`,
-      );
-    }
-    for (const piece of pieces) {
-      // A piece is read once however many intervals share it (the overview's `now` edge: three).
-      const key = `${piece.lo} ${piece.hi} ${iv.failed === true}`;
-      let i = pieceOf.get(key);
-      if (i === undefined) {
-        i = pieceReads.length;
-        pieceOf.set(key, i);
-        // Less than an hour: one index-only range of (operation, expires_at) per operation. The failed
-        // records' also reads the rows, for their status (less than an hour's records): as a FILTER,
-        // not a condition, which would let the planner read every failed record of the operation from
-        // the unsettled-status index instead (10M records: 356 ms).
-        pieceReads.push(
-          `SELECT ${i} AS i, o.operation, (SELECT ${counted} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", piece.lo, piece.hi)}) AS n FROM ops o`,
-        );
-      }
-      branches.push(`SELECT ${name}::text, pc.operation, ${piece.sign < 0 ? "-" : ""}pc.n FROM pieces pc WHERE pc.i = ${i}`);
-    }
+  for (const w of whole) {
+    const [count, corrected] = w.failed ? ["c.failed", "k.f"] : ["c.count", "k.n"];
+    branches.push(
+      `SELECT ${named(w.name)}::text AS name, c.operation, ${count} AS n FROM record_census c WHERE ${range("c.expires_hour", w.lo, w.hi)}${op ? ` AND c.operation = ${op}` : ""}`,
+      `SELECT ${named(w.name)}::text, k.operation, ${corrected} FROM corr k WHERE ${range("k.expires_at", w.lo, w.hi)}`,
+    );
   }
+  // Less than an hour each: one index-only range of (operation, expires_at) per operation. The failed
+  // records' also reads the rows, for their status (less than an hour's records): as a FILTER, not a
+  // condition, which would let the planner read every failed record of the operation from the
+  // unsettled-status index instead (10M records: 356 ms).
+  const pieceReads = pieces.map(
+    (pc, i) =>
+      `SELECT ${i} AS i, o.operation, (SELECT ${pc.failed ? `count(*) FILTER (WHERE r.status = 'failed')` : "count(*)"} FROM idempotency_records r WHERE r.operation = o.operation AND ${range("r.expires_at", pc.lo, pc.hi)}) AS n FROM ops o`,
+  );
+  for (const u of uses) branches.push(`SELECT ${named(u.name)}::text, pc.operation, ${u.sign < 0 ? "-" : ""}pc.n FROM pieces pc WHERE pc.i = ${u.piece}`);
   if (f.failed) {
     const name = p.add("status:failed");
     branches.push(

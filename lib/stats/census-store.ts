@@ -63,6 +63,59 @@ export function censusCover(lo: number, hi: number, now = NaN): { whole: { lo: n
   return { whole: { lo: wholeLo, hi: wholeHi }, pieces };
 }
 
+/** An interval's whole hours, counted from the census (ms; ±Infinity = open). */
+export interface CensusHours {
+  name: string;
+  lo: number;
+  hi: number;
+  failed: boolean;
+}
+
+/** A piece of an hour read from the records: [lo, hi), all records or the failed ones. */
+export interface PieceRead {
+  lo: number;
+  hi: number;
+  failed: boolean;
+}
+
+/** An interval's use of a piece read (its number in `pieces`): its count added (+1) or taken off (−1). */
+export interface PieceUse {
+  name: string;
+  piece: number;
+  sign: 1 | -1;
+}
+
+/**
+ * The intervals as both dialects' countByExpiry read them: each one's whole hours from the census
+ * and its pieces (censusCover), a piece shared by several intervals (same ends, same `failed`)
+ * read once — the overview's `now` edge is an edge of three (expired, the next 24 h, today) —
+ * and its count given to each with that interval's sign. Empty intervals are left out.
+ */
+export function coverIntervals(intervals: readonly ExpiryInterval[], now?: Date): { whole: CensusHours[]; pieces: PieceRead[]; uses: PieceUse[] } {
+  const whole: CensusHours[] = [];
+  const pieces: PieceRead[] = [];
+  const uses: PieceUse[] = [];
+  const pieceOf = new Map<string, number>();
+  for (const iv of intervals) {
+    const lo = iv.from ? iv.from.getTime() : -Infinity;
+    const hi = iv.to ? iv.to.getTime() : Infinity;
+    if (!(lo < hi)) continue;
+    const failed = iv.failed === true;
+    const cover = censusCover(lo, hi, now?.getTime());
+    if (cover.whole) whole.push({ name: iv.name, ...cover.whole, failed });
+    for (const pc of cover.pieces) {
+      const key = `${pc.lo} ${pc.hi} ${failed}`;
+      let piece = pieceOf.get(key);
+      if (piece === undefined) {
+        piece = pieces.push({ lo: pc.lo, hi: pc.hi, failed }) - 1;
+        pieceOf.set(key, piece);
+      }
+      uses.push({ name: iv.name, piece, sign: pc.sign });
+    }
+  }
+  return { whole, pieces, uses };
+}
+
 /** How the records of one apply differed from their members. */
 export interface AppliedChanges {
   /** Records counted for the first time. */
