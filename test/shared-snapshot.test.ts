@@ -1,6 +1,7 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "@/lib/db/client";
-import { inSharedSnapshot } from "@/lib/db/sql";
+import { inSharedSnapshot, pgExecutor, queryPrepared } from "@/lib/db/sql";
 import { generateDemoTraffic } from "@/lib/demo/traffic";
 import { expiryStats } from "@/lib/stats/expiry";
 import { overviewStats } from "@/lib/stats/overview";
@@ -69,6 +70,42 @@ describe.skipIf(!usingPostgres)("a second session in the same snapshot (PostgreS
       expect(two).toEqual(one);
       const expiryAlone = await expiryStats({ ...db, withSpareSession: undefined }, { now, operation });
       expect(await expiryStats(db, { now, operation })).toEqual(expiryAlone);
+    }
+  });
+
+  it("a session's statements started together run one at a time on its connection, in the order given", async () => {
+    // Without a spare session a page starts its statements at once on one session; pg 8 queues
+    // overlapping queries but deprecates it and pg 9 drops it, so the executor queues them.
+    const client = new pg.Client({ connectionString: db.url! });
+    await client.connect();
+    try {
+      let running = 0;
+      let most = 0;
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as unknown as { query: typeof query }).query = (...args) => {
+        most = Math.max(most, ++running);
+        return query(...args).finally(() => running--);
+      };
+      const session = pgExecutor(client);
+      const order: string[] = [];
+      const after = <T>(name: string, p: Promise<T>) => p.then((v) => (order.push(name), v));
+      const [slow, plain, write, prepared] = await Promise.all([
+        after("slow", session.query<{ n: number }>(`SELECT 1 AS n FROM pg_sleep(0.05)`)),
+        after("plain", session.query<{ n: number }>(`SELECT $1::int AS n`, [2])),
+        after("write", session.execute!(`SELECT generate_series(1, 3)`)),
+        after("prepared", queryPrepared<{ n: number }>(session, `SELECT $1::int + 1 AS n`, [3])),
+        after(
+          "failing",
+          session.query(`SELECT 1/0`).catch(() => "refused"),
+        ),
+      ]);
+      expect([slow[0].n, plain[0].n, write.affectedRows, prepared[0].n]).toEqual([1, 2, 3, 4]);
+      expect(order).toEqual(["slow", "plain", "write", "prepared", "failing"]);
+      expect(most, "statements in flight on the connection at once").toBe(1);
+      // A refused statement does not stop the next.
+      expect(await session.query<{ n: number }>(`SELECT 5 AS n`)).toEqual([{ n: 5 }]);
+    } finally {
+      await client.end();
     }
   });
 });

@@ -176,36 +176,54 @@ const isStalePreparedPlan = (err: unknown) => {
   return e?.code === "0A000" && e.routine === "RevalidateCachedQuery";
 };
 
+/**
+ * Runs the calls given to it one after another, in the order they were given, each after the
+ * last has settled. A connection runs one statement at a time; a page that starts several at once
+ * on its session (Promise.all, when no spare session is free) queues them here — pg 8 would queue
+ * them itself but deprecates it ("Calling client.query() when the client is already executing a
+ * query"), and pg 9 drops it.
+ */
+export function oneAtATime(): <T>(call: () => Promise<T>) => Promise<T> {
+  let last: Promise<unknown> = Promise.resolve();
+  return (call) => {
+    const next = last.then(call);
+    last = next.catch(() => {});
+    return next;
+  };
+}
+
 /** A session on a single pg connection (advisory locks are per session), or the pool. */
 export function pgExecutor(client: pg.ClientBase | pg.Pool): SqlExecutor {
+  // The pool hands each statement a free connection; a session's statements wait their turn.
+  const inTurn: <T>(call: () => Promise<T>) => Promise<T> = client instanceof pg.Pool ? (call) => call() : oneAtATime();
   return {
     dialect: POSTGRES,
-    async query<T>(text: string, params: unknown[] = []) {
-      const result = await client.query({ text, values: params, types: PG_TYPES });
-      return result.rows as T[];
-    },
-    async exec(script: string) {
-      // Without parameters pg uses the simple query protocol, which accepts many statements.
-      await client.query(script);
-    },
-    async execute(text: string, params: unknown[] = []) {
-      const result = await client.query({ text, values: params, types: PG_TYPES });
-      return { affectedRows: result.rowCount ?? 0, insertId: null };
-    },
-    async prepared<T>(text: string, params: unknown[] = []) {
-      // pg prepares a name once per connection; the name is the text's digest, so one text, one name.
-      const digest = createHash("sha256").update(text).digest("hex").slice(0, 40);
-      const run = () => client.query({ name: `ic_${preparedGeneration}_${digest}`, text, values: params, types: PG_TYPES });
-      try {
-        return (await run()).rows as T[];
-      } catch (err) {
-        // A column it returns changed type (the writers own the tables): PostgreSQL refuses the
-        // statement before running it, on every connection that prepared it. Prepare anew, by new names.
-        if (!isStalePreparedPlan(err)) throw err;
-        preparedGeneration++;
-        return (await run()).rows as T[];
-      }
-    },
+    query: <T>(text: string, params: unknown[] = []) => inTurn(async () => (await client.query({ text, values: params, types: PG_TYPES })).rows as T[]),
+    exec: (script: string) =>
+      inTurn(async () => {
+        // Without parameters pg uses the simple query protocol, which accepts many statements.
+        await client.query(script);
+      }),
+    execute: (text: string, params: unknown[] = []) =>
+      inTurn(async () => {
+        const result = await client.query({ text, values: params, types: PG_TYPES });
+        return { affectedRows: result.rowCount ?? 0, insertId: null };
+      }),
+    prepared: <T>(text: string, params: unknown[] = []) =>
+      inTurn(async () => {
+        // pg prepares a name once per connection; the name is the text's digest, so one text, one name.
+        const digest = createHash("sha256").update(text).digest("hex").slice(0, 40);
+        const run = () => client.query({ name: `ic_${preparedGeneration}_${digest}`, text, values: params, types: PG_TYPES });
+        try {
+          return (await run()).rows as T[];
+        } catch (err) {
+          // A column it returns changed type (the writers own the tables): PostgreSQL refuses the
+          // statement before running it, on every connection that prepared it. Prepare anew, by new names.
+          if (!isStalePreparedPlan(err)) throw err;
+          preparedGeneration++;
+          return (await run()).rows as T[];
+        }
+      }),
   };
 }
 
