@@ -51,6 +51,8 @@ const now = new Date("2026-11-30T12:00:00.000Z");
 
 interface PlanNode {
   "Node Type": string;
+  /** An Aggregate's: Plain, Sorted (of input in the group's order) or Hashed. */
+  Strategy?: string;
   "Relation Name"?: string;
   "Index Name"?: string;
   "Index Cond"?: string;
@@ -387,12 +389,20 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     const sql = overviewSql(
       overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now, scope: "tenant:acme" }, now, parseStuckThresholds("default=5m")),
     );
-    for (const [name, q] of [["active (and the pending ages)", sql.active]] as const) {
+    const unfiltered = overviewSql(overviewReads({ from: new Date(now.getTime() - 86_400_000), to: now }, now, parseStuckThresholds("default=5m")));
+    for (const [name, q] of [
+      ["active (and the pending ages)", sql.active],
+      ["active, no filter", unfiltered.active],
+    ] as const) {
       const nodes = await plan(q);
       const scans = nodes.filter((n) => n["Relation Name"] === "idempotency_records" || (n["Index Name"] ?? "").startsWith("idempotency_records"));
       expect(scans.map(describeNode), `${name}:\n${nodes.map(describeNode).join("\n")}`).toEqual([
         expect.stringMatching(/^Index Only Scan .*idempotency_records_unsettled_status_idx/),
       ]);
+      // Grouped in the index's order (status, operation): no sort and no hash table. Grouped by the
+      // pending age bucket too, PostgreSQL sorted every entry (on disk at 10M records).
+      const sortsOrHashes = nodes.filter((n) => n["Node Type"] === "Sort" || n.Strategy === "Hashed").map(describeNode);
+      expect(sortsOrHashes, `${name}:\n${nodes.map(describeNode).join("\n")}`).toEqual([]);
     }
   });
 

@@ -2,11 +2,19 @@ import { MYSQL } from "../db/dialect";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
-import { activeByOperationSql, activeGroupRows, type ActiveStatusRow, KNOWN_OPERATIONS_SQL } from "../stats/store.mysql";
-import { foldActive } from "../stats/store";
+import { activeByOperationSql, KNOWN_OPERATIONS_SQL } from "../stats/store.mysql";
 import { watermarkSql } from "../stats/rollup-store.mysql";
 import { RETRY_SLICES } from "./config";
-import type { ActiveRow, ExpiryRow, InsightsStore, KeySampleRow, LateRetryRow, Range, RetryWindowRow, TrafficRow } from "./store";
+import {
+  activeNowAndBefore,
+  type ExpiryRow,
+  type InsightsStore,
+  type KeySampleRow,
+  type LateRetryRow,
+  type Range,
+  type RetryWindowRow,
+  type TrafficRow,
+} from "./store";
 import { trafficTiles } from "./traffic-tiles";
 
 /**
@@ -236,18 +244,7 @@ export function mysqlInsightsStore(ex: SqlExecutor): InsightsStore {
         records: census.get(operation) ?? 0,
       }));
     },
-    async activeByOperation(thresholds: StuckThresholds, now: Date, windowSeconds: number) {
-      const active = async (at: Date) => foldActive(activeGroupRows(await q<ActiveStatusRow>(activeByOperationSql({}, thresholds, at)))).active;
-      const current = await active(now);
-      const before = await active(new Date(now.getTime() - windowSeconds * 1000));
-      const earlier = new Map(before.map((r) => [r.operation, Number(r.stuck)]));
-      return current.map((r): ActiveRow => ({
-        operation: r.operation,
-        stuck: Number(r.stuck),
-        stuckBefore: earlier.get(r.operation) ?? 0,
-        pending: Number(r.pending),
-        oldestPending: r.oldestPending,
-      }));
-    },
+    activeByOperation: (thresholds: StuckThresholds, now: Date, windowSeconds: number) =>
+      activeNowAndBefore(ex, (at) => activeByOperationSql({}, thresholds, at), now, windowSeconds),
   };
 }

@@ -3,7 +3,16 @@ import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
 import { activeByOperationSql } from "../stats/store.postgres";
 import { RETRY_SLICES } from "./config";
-import type { ActiveRow, ExpiryRow, InsightsStore, KeySampleRow, LateRetryRow, Range, RetryWindowRow, TrafficRow } from "./store";
+import {
+  activeNowAndBefore,
+  type ExpiryRow,
+  type InsightsStore,
+  type KeySampleRow,
+  type LateRetryRow,
+  type Range,
+  type RetryWindowRow,
+  type TrafficRow,
+} from "./store";
 import { trafficTiles } from "./traffic-tiles";
 
 /**
@@ -200,19 +209,7 @@ export function postgresInsightsStore(ex: SqlExecutor): InsightsStore {
       const rows = await ex.query<{ operation: string; ttl: number | null; records: bigint }>(EXPIRY_BY_OPERATION_SQL);
       return rows.map((r): ExpiryRow => ({ operation: r.operation, ttlSeconds: r.ttl === null ? null : Number(r.ttl), records: Number(r.records) }));
     },
-    async activeByOperation(thresholds: StuckThresholds, now: Date, windowSeconds: number) {
-      type Row = { operation: string; stuck: bigint; pending: bigint; oldestPending: Date | null };
-      const nowSt = activeByOperationSql({}, thresholds, now);
-      const beforeSt = activeByOperationSql({}, thresholds, new Date(now.getTime() - windowSeconds * 1000));
-      const [current, before] = [await ex.query<Row>(nowSt.text, nowSt.values), await ex.query<Row>(beforeSt.text, beforeSt.values)];
-      const earlier = new Map(before.map((r) => [r.operation, Number(r.stuck)]));
-      return current.map((r): ActiveRow => ({
-        operation: r.operation,
-        stuck: Number(r.stuck),
-        stuckBefore: earlier.get(r.operation) ?? 0,
-        pending: Number(r.pending),
-        oldestPending: r.oldestPending,
-      }));
-    },
+    activeByOperation: (thresholds: StuckThresholds, now: Date, windowSeconds: number) =>
+      activeNowAndBefore(ex, (at) => activeByOperationSql({}, thresholds, at), now, windowSeconds),
   };
 }

@@ -1,6 +1,8 @@
 import { byDialect } from "../db/dialect";
+import type { Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
+import { activeGroupRows, type ActiveStatusRow, foldActive } from "../stats/store";
 import { mysqlInsightsStore } from "./store.mysql";
 import { postgresInsightsStore } from "./store.postgres";
 
@@ -75,6 +77,26 @@ export interface ActiveRow {
   stuckBefore: number;
   pending: number;
   oldestPending: Date | null;
+}
+
+/**
+ * activeByOperation in both dialects: the read side's active statement (`statement`, the stats
+ * store's activeByOperationSql without filters) at `now` and `windowSeconds` earlier, in turn.
+ */
+export async function activeNowAndBefore(ex: SqlExecutor, statement: (at: Date) => Statement, now: Date, windowSeconds: number): Promise<ActiveRow[]> {
+  const active = async (at: Date) => {
+    const st = statement(at);
+    return foldActive(activeGroupRows(await ex.query<ActiveStatusRow>(st.text, st.values))).active;
+  };
+  const current = await active(now);
+  const earlier = new Map((await active(new Date(now.getTime() - windowSeconds * 1000))).map((r) => [r.operation, Number(r.stuck)]));
+  return current.map((r): ActiveRow => ({
+    operation: r.operation,
+    stuck: Number(r.stuck),
+    stuckBefore: earlier.get(r.operation) ?? 0,
+    pending: Number(r.pending),
+    oldestPending: r.oldestPending,
+  }));
 }
 
 /** The statements the insights run (ADR 0011): each named by what it answers. */

@@ -13,8 +13,10 @@ import { bin, countsSql, watermarkSql } from "./rollup-store.mysql";
 import { countOpenItems, type OpenItemsFrom } from "./open-items";
 import { scopeNumberSql, scopePass } from "./scope-counts";
 import {
+  activeGroupRows,
+  ascendingBounds,
   foldActive,
-  type ActiveGroupRow,
+  type ActiveStatusRow,
   type ConflictGroupRow,
   EXPIRED_PART_STATUSES,
   startOfUtc,
@@ -59,50 +61,20 @@ function stuckBeforeSql(p: Params, t: StuckThresholds, now: Date, alias = "r"): 
  * temporary table (grouping by the pending age as well took one: 10M records, 70k unsettled,
  * 58 → 35 ms). A row per status and operation: n, the stuck ones (processing), the oldest
  * updated_at, and with `ageBounds` the pending records whose age has reached each bound (`a0`…,
- * cumulative). activeGroupRows makes them the groups every store answers (store.ts
- * foldActive). Parameters bind in text order.
+ * cumulative: store.ts ActiveStatusRow). activeGroupRows makes them the groups every store
+ * answers (store.ts foldActive). Parameters bind in text order.
  */
 export function activeByOperationSql(f: { operation?: string; scope?: string }, t: StuckThresholds, now: Date, ageBounds?: readonly number[]): Statement {
   const p = new Params(MYSQL);
   const stuck = `COUNT(CASE WHEN r.updated_at < ${stuckBeforeSql(p, t, now)} THEN 1 END) AS stuck`;
-  const reached = ascending(ageBounds ?? []).map((b, k) => `COUNT(CASE WHEN r.updated_at <= ${p.add(new Date(now.getTime() - b * 1000))} THEN 1 END) AS a${k}`);
+  const reached = ascendingBounds(ageBounds ?? []).map(
+    (b, k) => `COUNT(CASE WHEN r.updated_at <= ${p.add(new Date(now.getTime() - b * 1000))} THEN 1 END) AS a${k}`,
+  );
   const text = `SELECT r.status, r.operation, COUNT(*) AS n, ${[stuck, ...reached].join(", ")}, MIN(r.updated_at) AS oldest
              FROM idempotency_records r
             WHERE r.status IN ('processing', 'pending')${recordFilters(p, f)}
             GROUP BY r.status, r.operation`;
   return { text, values: p.values };
-}
-
-const ascending = (bounds: readonly number[]) => [...bounds].sort((a, b) => a - b);
-
-/** A row of activeByOperationSql. */
-export type ActiveStatusRow = { status: string; operation: string; n: bigint; stuck: bigint; oldest: Date | null } & Record<`a${number}`, bigint>;
-
-/**
- * activeByOperationSql's rows as the groups of PostgreSQL's statement (ActiveGroupRow): an
- * operation's processing records with i null; its pending records per age bucket i (how many of
- * `ageBounds` the age has reached: those that reached k bounds less those that reached k + 1),
- * or with i null without bounds. The oldest stuck record is the oldest processing one when any
- * is stuck (stuck = updated before a time).
- */
-export function activeGroupRows(rows: readonly ActiveStatusRow[], ageBounds?: readonly number[]): ActiveGroupRow[] {
-  const none = { processing: 0n, stuck: 0n, oldestStuck: null, pending: 0n, oldestPending: null };
-  return rows.flatMap((r): ActiveGroupRow[] => {
-    const n = BigInt(r.n);
-    if (r.status === "processing") {
-      const stuck = BigInt(r.stuck);
-      return [{ ...none, operation: r.operation, i: null, processing: n, stuck, oldestStuck: stuck > 0n ? r.oldest : null }];
-    }
-    if (!ageBounds) return [{ ...none, operation: r.operation, i: null, pending: n, oldestPending: r.oldest }];
-    const reached = (k: number) => (k === 0 ? n : k > ageBounds.length ? 0n : BigInt(r[`a${k - 1}`]));
-    return Array.from({ length: ageBounds.length + 1 }, (_, i) => ({
-      ...none,
-      operation: r.operation,
-      i,
-      pending: reached(i) - reached(i + 1),
-      oldestPending: r.oldest,
-    }));
-  });
 }
 
 /**

@@ -48,6 +48,44 @@ export interface ActiveGroupRow extends ActiveRow {
 }
 
 /**
+ * A row of the active statement (store.*.ts activeByOperationSql): the processing or pending
+ * records of one operation — how many, the stuck ones (counted for both statuses, used for the
+ * processing ones), the oldest updated_at, and with age bounds the records whose age has reached
+ * each bound (`a0`… in ascending order of the bounds, cumulative).
+ */
+export type ActiveStatusRow = { status: string; operation: string; n: bigint; stuck: bigint; oldest: Date | null } & Record<`a${number}`, bigint>;
+
+/** The pending age bounds in the order the active statement's `a0`… count them. */
+export const ascendingBounds = (bounds: readonly number[]) => [...bounds].sort((a, b) => a - b);
+
+/**
+ * The active statement's rows as its groups (ActiveGroupRow): an operation's processing records
+ * with i null; its pending records per age bucket i (how many of `ageBounds` the age has reached:
+ * those that reached k bounds less those that reached k + 1), or with i null without bounds. The
+ * oldest stuck record is the oldest processing one when any is stuck (stuck = updated before a
+ * time, per operation).
+ */
+export function activeGroupRows(rows: readonly ActiveStatusRow[], ageBounds?: readonly number[]): ActiveGroupRow[] {
+  const none = { processing: 0n, stuck: 0n, oldestStuck: null, pending: 0n, oldestPending: null };
+  return rows.flatMap((r): ActiveGroupRow[] => {
+    const n = BigInt(r.n);
+    if (r.status === "processing") {
+      const stuck = BigInt(r.stuck);
+      return [{ ...none, operation: r.operation, i: null, processing: n, stuck, oldestStuck: stuck > 0n ? r.oldest : null }];
+    }
+    if (!ageBounds) return [{ ...none, operation: r.operation, i: null, pending: n, oldestPending: r.oldest }];
+    const reached = (k: number) => (k === 0 ? n : k > ageBounds.length ? 0n : BigInt(r[`a${k - 1}`]));
+    return Array.from({ length: ageBounds.length + 1 }, (_, i) => ({
+      ...none,
+      operation: r.operation,
+      i,
+      pending: reached(i) - reached(i + 1),
+      oldestPending: r.oldest,
+    }));
+  });
+}
+
+/**
  * The active statement's groups as the overview reads them: per operation (counts summed, the
  * oldest the least), and the pending records per age bucket (all operations).
  */
