@@ -176,7 +176,8 @@ async function overviewBench(db: Database, floors: ReadFloors, args: Args) {
     let total = 0;
     for (const [name, q] of Object.entries(parts)) {
       if (!q) continue;
-      const e = await db.withSession((s) => floors.explain(s, q));
+      // In the read side's snapshot with its planner settings, as the overview runs it (no parallel workers on PostgreSQL).
+      const e = await db.withSession((s) => inSnapshot(s, true, () => floors.explain(s, q)));
       total += e.ms;
       out.push([name, ms(e.ms), fmt(e.rowsRead), cut(e.scans, 110)]);
     }
