@@ -37,7 +37,7 @@
 import { availableParallelism } from "node:os";
 import type { Database } from "@/lib/db/client";
 import { byDialect } from "@/lib/db/dialect";
-import type { Statement } from "@/lib/db/params";
+import { paramList, type Statement } from "@/lib/db/params";
 import { bulkGenerate } from "@/lib/demo/bulk";
 import { databaseSize, fmt, parseBenchArgs, runBench, settle, table, withBenchDatabase, withDeferredIndexes } from "./common";
 import { readSideConfig } from "@/lib/records/config";
@@ -295,6 +295,10 @@ async function expiryBench(db: Database, floors: ReadFloors, args: Args) {
   const lib = await time(args.runs, () => expiryStats(db, {}));
   // Before the hand-written SQL, whose read of every expired record leaves the cache cold for what follows.
   const one = await time(args.runs, () => expiryStats(db, { operation: "capture_payment" }));
+  // A legal hold on the largest tenant: its expired records are read by the scope (lib/retention/eligibility.ts heldScopeRecordsSql).
+  const p = paramList(db.sql.dialect);
+  await db.sql.query(`INSERT INTO legal_holds (scope, reason, set_by_label) VALUES (${p.add("tenant:acme")}, 'bench: a held tenant', 'bench')`, p.values);
+  const held = await time(args.runs, () => expiryStats(db, {})).finally(() => db.sql.query(`DELETE FROM legal_holds WHERE reason = 'bench: a held tenant'`));
   const raw = await time(args.runs, () => floors.expiry(db.sql));
   const expired = (r: Awaited<ReturnType<typeof expiryStats>>) => `${fmt(r.expired.total)} expired`;
   table(
@@ -302,6 +306,7 @@ async function expiryBench(db: Database, floors: ReadFloors, args: Args) {
     [
       ["the page", ms(lib.ms), ms(raw.ms), expired(lib.result)],
       ["the page, operation=capture_payment", ms(one.ms), "—", expired(one.result)],
+      ["the page, tenant:acme under a legal hold", ms(held.ms), ms(raw.ms), expired(held.result)],
     ],
   );
 }

@@ -35,6 +35,17 @@ export interface Dialect {
    */
   readOnce(select: string): string;
   /**
+   * Joins each row of the tables before it to the rows of `table` (as `alias`, its columns
+   * `columns`) that `on` matches: a range of `index` per row, never a scan of `table` joined by
+   * hash. For a join whose outer side is a few rows and whose inner side the planner cannot size
+   * (legal_holds' scopes: a held scope may hold none of the records or a third of them).
+   * PostgreSQL: a LATERAL subquery behind OFFSET 0, which the planner neither pulls up nor turns
+   * around (it picks the index: with only `columns` to read, an index-only one); MySQL/MariaDB:
+   * STRAIGHT_JOIN, which reads the tables in the order written, and FORCE INDEX — MariaDB took
+   * another index of the same first column and read each row (1M records, a 350k-record scope: 9 s).
+   */
+  joinEach(table: string, alias: string, on: string, columns: string, index: string): string;
+  /**
    * How a second session joins a snapshot transaction's snapshot (inSharedSnapshot, sql.ts): the
    * statement that exports it (one row, `id`) and the one that imports it at the start of
    * another REPEATABLE READ transaction. null where the server cannot (MySQL/MariaDB).
@@ -51,6 +62,7 @@ export const POSTGRES: Dialect = {
   snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
   beginRepeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ",
   readOnce: (select) => `SELECT ${select} OFFSET 0`,
+  joinEach: (table, alias, on, columns) => `CROSS JOIN LATERAL (SELECT ${columns} FROM ${table} ${alias} WHERE ${on} OFFSET 0) ${alias}`,
   sharedSnapshot: {
     exportSql: "SELECT pg_export_snapshot() AS id",
     importSql: (id) => {
@@ -72,6 +84,7 @@ export const MYSQL: Dialect = {
   snapshot: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
   beginRepeatableRead: "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION",
   readOnce: (select) => `SELECT DISTINCT ${select}`,
+  joinEach: (table, alias, on, _columns, index) => `STRAIGHT_JOIN ${table} ${alias} FORCE INDEX (${index}) ON ${on}`,
   sharedSnapshot: null,
 };
 

@@ -3,7 +3,7 @@ import { Params, plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import { OPEN_RECONCILIATION_STATES } from "../kernel/vocabulary";
 import type { StuckThresholds } from "../records/config";
-import { protectedRecordIdsSql } from "../retention/eligibility";
+import { HELD_SCOPE_OF_RECORD, heldScopeRecordsSql, protectedRecordIdsSql } from "../retention/eligibility";
 import { recordEligibleSql, recordWindowSql } from "../retention/eligibility.mysql";
 import type { PolicyRule } from "../retention/rules";
 import type { DepartureRow } from "./census-store";
@@ -249,32 +249,54 @@ export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
  * Expired records by operation and status, with what a purge under `rules` would remove now
  * (lib/retention/eligibility.ts) and how many are past their policy's window; the open items'
  * record ids read once (a derived table MariaDB materializes with a key), not a probe of the items
- * per expired record, as on PostgreSQL. `part` as there (ExpiredPart, store.ts).
+ * per expired record, as on PostgreSQL. `part` as there (ExpiredPart, store.ts; "protected":
+ * protectedExpiredSql).
  */
 export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; part?: ExpiredPart }): Statement {
+  if (q.part === "protected") return protectedExpiredSql(q);
   const p = new Params(MYSQL);
-  // Placeholders in the order of the text: the select list's eligibility and window, the protected ids', the open items', then the range's.
+  // Placeholders in the order of the text: the select list's eligibility and window, the open items', then the range's.
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
   const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
-  // The protected ids know which have an open item; the other parts join the open items' ids.
-  const [from, open] =
-    q.part === "protected"
-      ? [`(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id`, `COUNT(CASE WHEN k.has_open_item = 1 THEN 1 END)`]
-      : [
-          `idempotency_records r LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)})) o
-                 ON o.record_id = r.id`,
-          `COUNT(o.record_id)`,
-        ];
-  const statuses = EXPIRED_PART_STATUSES[q.part ?? "all"];
   const text = `SELECT r.operation, r.status, COUNT(*) AS n,
                     COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
-                    ${open} AS "open",
+                    COUNT(o.record_id) AS "open",
                     COUNT(CASE WHEN ${eligible} THEN 1 END) AS purgeable,
                     COUNT(CASE WHEN ${pastWindow} THEN 1 END) AS pastWindow,
                     MIN(r.expires_at) AS oldest
-               FROM ${from}
-              WHERE r.expires_at < ${p.add(q.now)}${statuses}${recordFilters(p, q)}
+               FROM idempotency_records r LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state IN (${p.list(OPEN_RECONCILIATION_STATES)})) o
+                 ON o.record_id = r.id
+              WHERE r.expires_at < ${p.add(q.now)}${EXPIRED_PART_STATUSES[q.part ?? "all"]}${recordFilters(p, q)}
               GROUP BY r.operation, r.status ORDER BY r.operation, r.status`;
+  return { text, values: p.values };
+}
+
+/**
+ * The expired completed and failed records a protection may keep, PostgreSQL's two parts
+ * (store.postgres.ts protectedExpiredSql): the ids a protection names, each probed by primary key,
+ * and the records of held scopes read by the scope (the scope-counts index, which carries the
+ * primary key here: index-only as well).
+ */
+function protectedExpiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
+  const p = new Params(MYSQL);
+  // Placeholders in the order of the text: each part's select list, then its range.
+  const expired = () => `r.expires_at < ${p.add(q.now)}${EXPIRED_PART_STATUSES.protected}${recordFilters(p, q)}`;
+  const byIds = `SELECT r.operation, r.status, COUNT(CASE WHEN hs.scope IS NULL THEN 1 END) AS n,
+                        COUNT(CASE WHEN r.legal_hold THEN 1 END) AS held,
+                        COUNT(CASE WHEN k.has_open_item = 1 THEN 1 END) AS "open",
+                        COUNT(CASE WHEN ${recordEligibleSql(q.rules ?? [], q.now, p, "r")} THEN 1 END) AS purgeable,
+                        COUNT(CASE WHEN hs.scope IS NULL AND ${recordWindowSql(q.rules ?? [], q.now, p, "r")} THEN 1 END) AS pastWindow,
+                        MIN(CASE WHEN hs.scope IS NULL THEN r.expires_at END) AS oldest
+                   FROM (${protectedRecordIdsSql(p)}) k JOIN idempotency_records r ON r.id = k.id ${HELD_SCOPE_OF_RECORD}
+                  WHERE ${expired()}
+                  GROUP BY r.operation, r.status`;
+  const byScope = `SELECT r.operation, r.status, COUNT(*), 0, 0, 0, COUNT(CASE WHEN ${recordWindowSql(q.rules ?? [], q.now, p, "r")} THEN 1 END), MIN(r.expires_at)
+                     FROM ${heldScopeRecordsSql(p, expired(), "r.operation, r.status, r.expires_at")}
+                    GROUP BY r.operation, r.status`;
+  const text = `SELECT operation, status, SUM(n) AS n, SUM(held) AS held, SUM("open") AS "open", SUM(purgeable) AS purgeable,
+                       SUM(pastWindow) AS pastWindow, MIN(oldest) AS oldest
+                  FROM (${byIds} UNION ALL ${byScope}) t
+                 GROUP BY operation, status ORDER BY operation, status`;
   return { text, values: p.values };
 }
 

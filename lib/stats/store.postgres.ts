@@ -3,7 +3,7 @@ import { cursorTimeSql } from "../db/paging";
 import { paramList, plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
-import { protectedRecordIdsSql } from "../retention/eligibility";
+import { HELD_SCOPE_OF_RECORD, heldScopeRecordsSql, protectedRecordIdsSql } from "../retention/eligibility";
 import { recordEligibleSql, recordWindowSql } from "../retention/eligibility.postgres";
 import type { PolicyRule } from "../retention/rules";
 import type { DepartureRow } from "./census-store";
@@ -249,33 +249,59 @@ export function expiringSql(q: ExpiryFilter, per: "hour" | "day"): Statement {
  * has an open reconciliation item: the open items' record ids, read once and hashed — a probe of
  * the items per expired record took two thirds of the statement (10M records, 6M expired: 4.6–5.1
  * → 1.5–1.8 s). `part` (ExpiredPart, store.ts): every expired record, the processing and pending
- * ones (the unsettled-status index), or the settled ones a protection may keep (their ids from
- * the protections' side: protectedRecordIdsSql, then a primary-key probe each).
+ * ones (the unsettled-status index), or the settled ones a protection may keep (protectedExpiredSql).
  */
 export function expiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[]; part?: ExpiredPart }): Statement {
+  if (q.part === "protected") return protectedExpiredSql(q);
   const { p, now, and } = expiryBase(q);
   const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
   const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
-  // The protected ids know which have an open item; the other parts join the open items' ids.
-  const [from, open] =
-    q.part === "protected"
-      ? [`(${protectedRecordIdsSql(p, q.now)}) k JOIN idempotency_records r ON r.id = k.id`, `count(*) FILTER (WHERE k.has_open_item = 1)`]
-      : [
-          `idempotency_records r
-               LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state = ANY (${p.add([...OPEN_RECONCILIATION_STATES])}::text[])) o ON o.record_id = r.id`,
-          `count(o.record_id)`,
-        ];
-  const statuses = EXPIRED_PART_STATUSES[q.part ?? "all"];
   return {
     text: `SELECT r.operation, r.status, count(*)::bigint AS n,
                     count(*) FILTER (WHERE r.legal_hold)::bigint AS held,
-                    ${open}::bigint AS open,
+                    count(o.record_id)::bigint AS open,
                     count(*) FILTER (WHERE ${eligible})::bigint AS purgeable,
                     count(*) FILTER (WHERE ${pastWindow})::bigint AS "pastWindow",
                     min(r.expires_at) AS oldest
-               FROM ${from}
-              WHERE r.expires_at < ${now}::timestamptz${statuses}${and}
+               FROM idempotency_records r
+               LEFT JOIN (SELECT DISTINCT i.record_id FROM reconciliation_items i WHERE i.state = ANY (${p.add([...OPEN_RECONCILIATION_STATES])}::text[])) o ON o.record_id = r.id
+              WHERE r.expires_at < ${now}::timestamptz${EXPIRED_PART_STATUSES[q.part ?? "all"]}${and}
               GROUP BY 1, 2 ORDER BY 1, 2`,
+    values: p.values,
+  };
+}
+
+/**
+ * The expired completed and failed records a protection may keep (ExpiredPart "protected"), in
+ * two parts added up per operation and status:
+ * - the ids a protection names (protectedRecordIdsSql), a primary-key probe each: their holds and
+ *   open items, what a purge would take; counted and past the window unless their scope is held;
+ * - the records of held scopes (heldScopeRecordsSql): counted and past the window — an index
+ *   range of the scope each, index-only (the scope-counts index), never their ids.
+ * A record of a held scope with another protection is in both, counted in the second only.
+ */
+function protectedExpiredSql(q: ExpiryFilter & { rules?: readonly PolicyRule[] }): Statement {
+  const { p, now, and } = expiryBase(q);
+  const eligible = recordEligibleSql(q.rules ?? [], q.now, p, "r");
+  const pastWindow = recordWindowSql(q.rules ?? [], q.now, p, "r");
+  const expired = `r.expires_at < ${now}::timestamptz${EXPIRED_PART_STATUSES.protected}${and}`;
+  return {
+    text: `SELECT operation, status, sum(n)::bigint AS n, sum(held)::bigint AS held, sum(open)::bigint AS open,
+                  sum(purgeable)::bigint AS purgeable, sum("pastWindow")::bigint AS "pastWindow", min(oldest) AS oldest
+             FROM (SELECT r.operation, r.status, count(*) FILTER (WHERE hs.scope IS NULL) AS n,
+                          count(*) FILTER (WHERE r.legal_hold) AS held,
+                          count(*) FILTER (WHERE k.has_open_item = 1) AS open,
+                          count(*) FILTER (WHERE ${eligible}) AS purgeable,
+                          count(*) FILTER (WHERE hs.scope IS NULL AND ${pastWindow}) AS "pastWindow",
+                          min(r.expires_at) FILTER (WHERE hs.scope IS NULL) AS oldest
+                     FROM (${protectedRecordIdsSql(p)}) k JOIN idempotency_records r ON r.id = k.id ${HELD_SCOPE_OF_RECORD}
+                    WHERE ${expired}
+                    GROUP BY 1, 2
+                   UNION ALL
+                   SELECT r.operation, r.status, count(*), 0, 0, 0, count(*) FILTER (WHERE ${pastWindow}), min(r.expires_at)
+                     FROM ${heldScopeRecordsSql(p, expired, "r.operation, r.status, r.expires_at")}
+                    GROUP BY 1, 2) t
+            GROUP BY 1, 2 ORDER BY 1, 2`,
     values: p.values,
   };
 }
