@@ -195,7 +195,12 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
       purged: 0,
       samples: 0,
       twoSessions: 0,
+      /** Samples whose snapshot may hold an expiry moved without its event yet (see the sampler). */
+      mid_move: 0,
+      mid_move_differing: 0,
     };
+    // Expiry moves whose replayed event has not committed yet: `open` now, `started` ever.
+    const moves = { open: 0, started: 0 };
     const W = byDialect(db, WRITER_SQL);
     const client = writerConnection;
     // Keys of this attempt: a retry runs on the same database, beside the first attempt's records.
@@ -259,11 +264,17 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
             stats.apart++;
           } else {
             // The replay: sliding expiry, then its event.
-            const rows = await W.slide(c, scope, op, key, Math.round((rnd() - 0.3) * 30 * 3600));
-            if (rows[0]) {
-              await sleep(rnd() * 5);
-              await c.write(W.event("replayed"), [rows[0].id, scope, op, key]);
-              stats.moved++;
+            moves.open++;
+            moves.started++;
+            try {
+              const rows = await W.slide(c, scope, op, key, Math.round((rnd() - 0.3) * 30 * 3600));
+              if (rows[0]) {
+                await sleep(rnd() * 5);
+                await c.write(W.event("replayed"), [rows[0].id, scope, op, key]);
+                stats.moved++;
+              }
+            } finally {
+              moves.open--;
             }
           }
         }
@@ -319,10 +330,16 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     const sampler = async () => {
       while (running) {
         await sleep(100);
+        const before = { ...moves };
         await db.withSession((s) =>
           // On PostgreSQL a second session in the same snapshot (when the pool has one free), as the Expiry page reads it.
           inSharedSnapshot(s, db.withSpareSession, async (other) => {
             if (other) stats.twoSessions++;
+            await s.query(`SELECT 1`); // the snapshot is taken by now (on MySQL at its start)
+            // A move of expires_at is seen by the census with its replayed event, which commits after it:
+            // a snapshot between the two still counts the record at its old hour (ADR 0007). No move
+            // was between the two from before this snapshot was taken until after: every one seen whole.
+            const midMove = before.open > 0 || moves.started !== before.started;
             const census = Object.fromEntries(
               (await countRecordsByExpiry(s, [], { failed: true })).filter((r) => r.name === "status:failed").map((r) => [r.operation, r.count]),
             );
@@ -343,7 +360,10 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
               census: text(await expiredGroupsFromCensus(s, undefined, now, rules, other)),
               plain: text(await statsStore(s).expiredGroups({}, now, rules)),
             };
-            if (groups.census !== groups.plain) expiredMismatches.push(JSON.stringify(groups));
+            if (midMove) {
+              stats.mid_move++;
+              if (groups.census !== groups.plain) stats.mid_move_differing++;
+            } else if (groups.census !== groups.plain) expiredMismatches.push(JSON.stringify(groups));
           }),
         );
         stats.samples++;
@@ -437,6 +457,7 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     expect(stats.moved).toBeGreaterThan(10);
     expect(stats.failed).toBeGreaterThan(20);
     expect(stats.samples).toBeGreaterThan(20);
+    expect(stats.samples - stats.mid_move, "samples with no expiry move half-committed").toBeGreaterThan(10);
     if (!usingMysql) expect(stats.twoSessions, "samples read on two sessions in one snapshot").toBeGreaterThan(10);
     expect(failedMismatches).toEqual([]);
     expect(expiredMismatches).toEqual([]);

@@ -31,7 +31,11 @@ export type { AppliedChanges, ExpiryInterval };
  *   last refresh — +1 where the record is now, −1 where its member is — so every count is
  *   exact at any moment, in one statement, and agrees with a plain count over the records
  *   (a scope's Expiry page; test/records-stats.test.ts) for everything that comes with an event
- *   or a new record. Without a scope the Expiry page counts from the census too (ADR 0017).
+ *   or a new record — from the moment the event commits: a writer that moves expires_at and
+ *   writes its event in a later transaction leaves a few milliseconds in which a snapshot counts
+ *   the record at its old hour (test/exactness-race.test.ts leaves such snapshots out of its
+ *   moment-by-moment comparison; its final one includes every move). Without a scope the Expiry
+ *   page counts from the census too (ADR 0017).
  * - What comes with none of those (a DELETE or an UPDATE of expires_at by hand and no event
  *   after it, a status set to failed without an event or updated_at) is found by the sweep — every refresh re-checks the next CENSUS_SWEEP_RECORDS
  *   records by primary key, round the table — and by verifyRecordCensus (O(records), daily
