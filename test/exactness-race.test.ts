@@ -196,8 +196,8 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
       samples: 0,
       twoSessions: 0,
       /** Samples whose snapshot may hold an expiry moved without its event yet (see the sampler). */
-      mid_move: 0,
-      mid_move_differing: 0,
+      midMove: 0,
+      midMoveDiffering: 0,
     };
     // Expiry moves whose replayed event has not committed yet: `open` now, `started` ever.
     const moves = { open: 0, started: 0 };
@@ -361,8 +361,8 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
               plain: text(await statsStore(s).expiredGroups({}, now, rules)),
             };
             if (midMove) {
-              stats.mid_move++;
-              if (groups.census !== groups.plain) stats.mid_move_differing++;
+              stats.midMove++;
+              if (groups.census !== groups.plain) stats.midMoveDiffering++;
             } else if (groups.census !== groups.plain) expiredMismatches.push(JSON.stringify(groups));
           }),
         );
@@ -457,7 +457,7 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
     expect(stats.moved).toBeGreaterThan(10);
     expect(stats.failed).toBeGreaterThan(20);
     expect(stats.samples).toBeGreaterThan(20);
-    expect(stats.samples - stats.mid_move, "samples with no expiry move half-committed").toBeGreaterThan(10);
+    expect(stats.samples - stats.midMove, "samples with no expiry move half-committed").toBeGreaterThan(10);
     if (!usingMysql) expect(stats.twoSessions, "samples read on two sessions in one snapshot").toBeGreaterThan(10);
     expect(failedMismatches).toEqual([]);
     expect(expiredMismatches).toEqual([]);
