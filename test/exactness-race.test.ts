@@ -504,6 +504,23 @@ describe.skipIf(!usingDatabaseServer)("rollups and census under real concurrent 
       }),
     );
     expect(tierDiff).toEqual([]);
+    // The totals over every scope (ADR 0019), every grain: the minute tier and the coarse tiers summed over the scopes.
+    const totalsDiff = await db.sql.query(
+      byDialect(db, {
+        postgres: `SELECT * FROM (
+         SELECT 60 AS grain, bucket AS b, operation, kind, sum(count)::bigint AS n FROM event_rollups GROUP BY 2, 3, 4
+         UNION ALL SELECT grain_seconds, bucket, operation, kind, sum(count)::bigint FROM event_rollup_tiers GROUP BY 1, 2, 3, 4) m
+       FULL JOIN event_rollup_totals t ON t.grain_seconds = m.grain AND t.bucket = m.b AND t.operation = m.operation AND t.kind = m.kind
+       WHERE m.n IS DISTINCT FROM t.count`,
+        mysql: mysqlFullDifference(
+          `SELECT 60 AS grain, bucket AS b, operation, kind, CAST(SUM(count) AS SIGNED) AS n FROM event_rollups GROUP BY bucket, operation, kind
+           UNION ALL SELECT grain_seconds, bucket, operation, kind, CAST(SUM(count) AS SIGNED) FROM event_rollup_tiers GROUP BY grain_seconds, bucket, operation, kind`,
+          `SELECT grain_seconds AS grain, bucket AS b, operation, kind, count AS n FROM event_rollup_totals`,
+          ["grain", "b", "operation", "kind"],
+        ),
+      }),
+    );
+    expect(totalsDiff).toEqual([]);
     const eventCountsSql = byDialect(db, { postgres: postgresEventCountsSql, mysql: mysqlEventCountsSql });
     const q = eventCountsSql({ from: new Date(Date.now() - 4 * DAY), to: new Date(Date.now() + HOUR) });
     const viaBuilder = await db.sql.query<{ operation: string; kind: string; n: bigint }>(q.text, q.values);

@@ -581,7 +581,7 @@ describe.runIf(usingMysql)("a migrated MySQL/MariaDB database", () => {
       "event_rollups is written only by the console's rollup writers (lib/stats): upgrade the console",
     ]);
     await db.withSession(async (s) => {
-      await s.exec("SET @idempotency_console_rollup_writer = 'failed'");
+      await s.exec("SET @idempotency_console_rollup_writer = 'totals'");
       await s.query(insert);
       await s.query(`INSERT INTO record_census (operation, expires_hour, count) VALUES ('o', '2026-12-01 09:00:00', 1)`);
       await s.exec("SET @idempotency_console_rollup_writer = NULL");
@@ -589,7 +589,7 @@ describe.runIf(usingMysql)("a migrated MySQL/MariaDB database", () => {
     });
     // The tiers' and the census' alignment CHECKs (PostgreSQL's date_bin).
     await db.withSession(async (s) => {
-      await s.exec("SET @idempotency_console_rollup_writer = 'failed'");
+      await s.exec("SET @idempotency_console_rollup_writer = 'totals'");
       const tier = await rejection(s.query(`INSERT INTO event_rollup_tiers VALUES (900, '2026-12-01 09:10:00', 'o', 's', 'reserved', 1)`));
       expect(tier.sqlMessage).toMatch(/event_rollup_tiers_bucket_check/);
       await s.query(`INSERT INTO event_rollup_tiers VALUES (900, '2026-12-01 09:15:00', 'o', 's', 'reserved', 1)`);

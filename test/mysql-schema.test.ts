@@ -117,22 +117,6 @@ const ALLOWED_UNDECLARED_INDEXES = [
   { table: "insight_alerts", name: "insight_alerts_acknowledged_by_fkey", reason: "InnoDB indexes a foreign key's columns itself" },
 ];
 
-/** Keys in another column order in the database than schema.prisma says (it is derived from PostgreSQL's). Each needs a reason. */
-const ALLOWED_KEY_ORDERS = [
-  {
-    table: "event_rollups",
-    name: "PRIMARY",
-    columns: ["bucket", "operation", "kind", "scope"],
-    reason: "the series groups by bucket, operation and kind in key order, not in a temporary table (20261207100000_rollups_kind_before_scope)",
-  },
-  {
-    table: "event_rollup_tiers",
-    name: "PRIMARY",
-    columns: ["grain_seconds", "bucket", "operation", "kind", "scope"],
-    reason: "as event_rollups' (20261207100000_rollups_kind_before_scope)",
-  },
-];
-
 const RULES: Record<string, string> = { Cascade: "CASCADE", SetNull: "SET NULL", NoAction: "NO ACTION", Restrict: "RESTRICT", SetDefault: "SET DEFAULT" };
 
 function expectedType(f: DmmfField): string {
@@ -259,10 +243,7 @@ async function mysqlSchemaDifferences(sql: SqlExecutor, dm: Datamodel): Promise<
       continue;
     }
     dbIndexes.delete(key);
-    const reordered = ALLOWED_KEY_ORDERS.find((a) => a.table === table && a.name === name);
-    if (reordered && (reordered.columns.join(", ") !== got.columns.join(", ") || [...reordered.columns].sort().join() !== [...cols].sort().join()))
-      diffs.push(`index ${key}: allowlisted as (${reordered.columns.join(", ")}), (${got.columns.join(", ")}) in the database, of (${cols.join(", ")})`);
-    else if (!reordered && got.columns.join(", ") !== cols.join(", "))
+    if (got.columns.join(", ") !== cols.join(", "))
       diffs.push(`index ${key}: columns (${got.columns.join(", ")}) in the database, (${cols.join(", ")}) expected`);
     if (got.unique !== (ix.type !== "normal")) diffs.push(`index ${key}: ${got.unique ? "unique" : "non-unique"} in the database`);
     if (got.desc.join() !== ix.fields.map((f) => f.sortOrder === "desc").join()) diffs.push(`index ${key}: sort order differs`);

@@ -543,7 +543,7 @@ describe("record census (lib/stats/census.ts)", () => {
       db.withSession(async (s) => {
         await s.exec("BEGIN");
         try {
-          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'members', true)`);
+          await s.query(`SELECT set_config('idempotency_console.rollup_writer', 'failed', true)`);
           await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES (date_trunc('minute', now()), 'x', 'y', 'reserved', 1)`);
         } finally {
           await s.exec("ROLLBACK");
@@ -558,7 +558,7 @@ describe("record census (lib/stats/census.ts)", () => {
     );
     await expect(
       db.withSession(async (s) => {
-        await s.exec("SET @idempotency_console_rollup_writer = 'members'");
+        await s.exec("SET @idempotency_console_rollup_writer = 'failed'");
         try {
           await s.query(`INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES ('2030-01-01 00:00:00', 'x', 'y', 'reserved', 1)`);
         } finally {

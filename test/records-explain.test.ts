@@ -20,7 +20,7 @@ import { renderMetrics } from "@/lib/stats/metrics";
 import { overviewReads, overviewStats } from "@/lib/stats/overview";
 import { countPlan } from "@/lib/stats/count-plan";
 import { conflictStats } from "@/lib/stats/conflicts";
-import { eventCountsSql } from "@/lib/stats/rollup-store.postgres";
+import { countsSql as pgCountsSql, eventCountsSql } from "@/lib/stats/rollup-store.postgres";
 import {
   conflictRowsSql,
   expiredSql,
@@ -521,6 +521,28 @@ describe.skipIf(!usingPostgres)("index use on Postgres (non-C collation, 20k rec
     expect(records.length, all.map(describeNode).join("\n")).toBeGreaterThan(0);
     expect(records.filter((n) => n["Node Type"] !== "Index Only Scan").map(describeNode), all.map(describeNode).join("\n")).toEqual([]);
   });
+
+  // Last in this block: it rolls the events up (the census too), which the statements above do not read.
+  it("the overview's series without a scope reads the totals over every scope (ADR 0019); with one, the scope's rows of the tiers", async () => {
+    await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
+    await db.sql.exec("ANALYZE event_rollups, event_rollup_tiers, event_rollup_totals");
+    const hi = Math.floor(now.getTime() / 900_000) * 900_000;
+    const plan15 = {
+      tiers: [
+        { grainSeconds: 60, spans: [[hi - 86_400_000 - 600_000, hi - 86_400_000]] as [number, number][] },
+        { grainSeconds: 900, spans: [[hi - 86_400_000, hi]] as [number, number][] },
+      ],
+      raw: [],
+      unrolled: null,
+    };
+    const rollupTables = (nodes: PlanNode[]) => [...new Set(nodes.map((n) => n["Relation Name"]).filter((r) => r?.startsWith("event_rollup")))].sort();
+    const all = await plan(pgCountsSql(plan15, {}, 900));
+    expect(rollupTables(all), all.map(describeNode).join("\n")).toEqual(["event_rollup_totals"]);
+    const op = await plan(pgCountsSql(plan15, { operation: "capture_payment" }, 900));
+    expect(rollupTables(op), op.map(describeNode).join("\n")).toEqual(["event_rollup_totals"]);
+    const scoped = await plan(pgCountsSql(plan15, { scope: "tenant:acme" }, 900));
+    expect(rollupTables(scoped), scoped.map(describeNode).join("\n")).toEqual(["event_rollup_tiers", "event_rollups"]);
+  });
 });
 
 // PostgreSQL's catalogs (operator classes): MySQL has none; its indexes are checked against the schema by test/mysql-schema.test.ts.
@@ -819,28 +841,37 @@ describe.skipIf(!usingMysql)("index use on MySQL/MariaDB (utf8mb4_bin, 20k recor
   });
 
   // Last in this block: it rolls the events up (the census too), which the statements above do not read.
-  it("the overview's series adds up a tier's rows in key order (no temporary table), and only the groups reach the union", async () => {
+  it("the overview's series without a scope reads the totals over every scope (ADR 0019): a row per bucket, operation and kind, in key order", async () => {
     await db.withSession((s) => refreshRollups(s, { sweepRecords: 0 }));
-    await db.sql.query("ANALYZE TABLE event_rollups, event_rollup_tiers");
+    await db.sql.query("ANALYZE TABLE event_rollups, event_rollup_tiers, event_rollup_totals");
     const hi = Math.floor(now.getTime() / 900_000) * 900_000;
     const span: [number, number] = [hi - 86_400_000, hi];
     for (const grain of [900, 3600]) {
       const q = mysqlCountsSql({ tiers: [{ grainSeconds: grain, spans: [span] }], raw: [], unrolled: null }, {}, grain);
       const rows = await plan(q);
       const text = `grain ${grain}:\n${rows.map(describeRow).join("\n")}`;
-      // The tier's branch: a range of its primary key, grouped as it reads (bucket, operation, kind come first in the key).
+      // One range of the primary key, grouped as it reads: no temporary table for the branch.
       expect(rows.filter((r) => r.table === "r").map(describeRow), text).toEqual([expect.stringMatching(/ r range using PRIMARY /)]);
       expect(rows.filter((r) => r.table === "r" && /temporary|filesort/.test(r.Extra ?? "")).map(describeRow), text).toEqual([]);
-      // What the union holds: one row per bucket, operation and kind, not one per scope as well.
+      // The rows it reads: one per bucket, operation and kind — not one per scope as well, as the tier holds them.
       const [analyzed] = await db.sql.query<Record<string, string>>(`ANALYZE FORMAT=JSON ${q.text}`, q.values);
-      const derived = /"table_name": "<derived\d+>"[^}]*?"r_rows": (\d+)/.exec(Object.values(analyzed)[0]);
-      const [{ groups, rollupRows }] = await db.sql.query<{ groups: bigint; rollupRows: bigint }>(
-        `SELECT COUNT(DISTINCT bucket, operation, kind) AS groups, COUNT(*) AS rollupRows FROM event_rollup_tiers
+      const json = Object.values(analyzed)[0];
+      const read: number[] = [];
+      const walk = (n: unknown): void => {
+        if (Array.isArray(n)) return n.forEach(walk);
+        if (!n || typeof n !== "object") return;
+        const t = n as { table_name?: string; r_rows?: number };
+        if (t.table_name === "r" && typeof t.r_rows === "number") read.push(t.r_rows);
+        Object.values(n).forEach(walk);
+      };
+      walk(JSON.parse(json));
+      const [{ groups, tierRows }] = await db.sql.query<{ groups: bigint; tierRows: bigint }>(
+        `SELECT COUNT(DISTINCT bucket, operation, kind) AS groups, COUNT(*) AS tierRows FROM event_rollup_tiers
           WHERE grain_seconds = ? AND bucket >= ? AND bucket < ?`,
         [grain, new Date(span[0]), new Date(span[1])],
       );
-      expect(Number(rollupRows), text).toBeGreaterThan(Number(groups)); // several scopes per group, or the check says nothing
-      expect(Number(derived?.[1]), Object.values(analyzed)[0]).toBe(Number(groups));
+      expect(Number(tierRows), text).toBeGreaterThan(Number(groups)); // several scopes per group, or the check says nothing
+      expect(read, json).toEqual([Number(groups)]);
     }
   });
 });

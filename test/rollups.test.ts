@@ -100,6 +100,15 @@ async function tierDifferences(sql: SqlExecutor, opts: { raw?: boolean } = {}): 
     [COARSE_GRAINS],
   );
   const out = rows.map((r) => r.d);
+  // The totals over every scope (ADR 0019): each grain's rows summed over the scopes, the minute tier's too.
+  const wantTotals = `SELECT 60 AS grain_seconds, bucket, operation, kind, sum(count)::bigint AS count FROM event_rollups GROUP BY 2, 3, 4
+                      UNION ALL SELECT grain_seconds, bucket, operation, kind, sum(count)::bigint FROM event_rollup_tiers GROUP BY 1, 2, 3, 4`;
+  const haveTotals = `SELECT grain_seconds, bucket, operation, kind, count FROM event_rollup_totals`;
+  const totals = await sql.query<{ d: string }>(
+    `SELECT 'totals missing ' || x::text AS d FROM ((${wantTotals}) EXCEPT ALL (${haveTotals})) x
+     UNION ALL SELECT 'totals extra ' || y::text FROM ((${haveTotals}) EXCEPT ALL (${wantTotals})) y`,
+  );
+  out.push(...totals.map((r) => r.d));
   if (opts.raw) {
     const minutes = `SELECT bucket, operation, scope, kind, count FROM event_rollups`;
     const events = `SELECT date_trunc('minute', occurred_at), operation, scope, kind, count(*)::bigint FROM idempotency_events GROUP BY 1, 2, 3, 4`;
@@ -127,6 +136,15 @@ async function mysqlTierDifferences(sql: SqlExecutor, opts: { raw?: boolean }): 
      UNION ALL SELECT CONCAT('extra ', ${text("y")}) FROM ((${have}) EXCEPT ALL (${want})) y`,
   );
   const out = rows.map((r) => r.d);
+  const wantTotals = `SELECT 60 AS grain_seconds, bucket, operation, kind, CAST(SUM(count) AS SIGNED) AS count FROM event_rollups GROUP BY bucket, operation, kind
+                      UNION ALL SELECT grain_seconds, bucket, operation, kind, CAST(SUM(count) AS SIGNED) FROM event_rollup_tiers GROUP BY grain_seconds, bucket, operation, kind`;
+  const haveTotals = `SELECT grain_seconds, bucket, operation, kind, count FROM event_rollup_totals`;
+  const totalsText = (x: string) => `CONCAT_WS(' ', ${x}.grain_seconds, ${x}.bucket, ${x}.operation, ${x}.kind, ${x}.count)`;
+  const totals = await sql.query<{ d: string }>(
+    `SELECT CONCAT('totals missing ', ${totalsText("x")}) AS d FROM ((${wantTotals}) EXCEPT ALL (${haveTotals})) x
+     UNION ALL SELECT CONCAT('totals extra ', ${totalsText("y")}) FROM ((${haveTotals}) EXCEPT ALL (${wantTotals})) y`,
+  );
+  out.push(...totals.map((r) => r.d));
   if (opts.raw) {
     const minutes = `SELECT bucket, operation, scope, kind, count FROM event_rollups`;
     const events = `SELECT CAST(DATE_FORMAT(occurred_at, '%Y-%m-%d %H:%i:00') AS DATETIME(6)) AS bucket, operation, scope, kind, COUNT(*) AS count
@@ -418,6 +436,7 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
       `INSERT INTO event_rollups (bucket, operation, scope, kind, count) VALUES ('2026-11-01T00:00:00Z', 'x', 'y', 'reserved', 1)`,
       `UPDATE event_rollups SET count = count + 1 WHERE FALSE`,
       `DELETE FROM event_rollup_tiers`,
+      `UPDATE event_rollup_totals SET count = count + 1`,
       `TRUNCATE event_rollups`,
     ];
     for (const sql of refused) await expect(db.sql.query(sql), sql).rejects.toThrow(/refreshRollups/);
@@ -430,6 +449,7 @@ describe("event rollups (minute, 15 min, hour, day)", () => {
       `UPDATE event_rollups SET count = count + 1`,
       `UPDATE event_rollup_tiers SET count = count + 1`,
       `DELETE FROM event_rollup_tiers`,
+      `UPDATE event_rollup_totals SET count = count + 1`,
     ];
     for (const sql of refused) await expect(db.sql.query(sql), sql).rejects.toThrow(/written only by the console's rollup writers/);
     expect(await tierDifferences(db.sql)).toEqual([]);

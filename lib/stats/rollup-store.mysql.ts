@@ -39,8 +39,8 @@ const SWEEP_STATE = "census_sweep";
 /** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
 const CENSUS_VERIFIED = "census_verified";
 
-/** The session variable the guard triggers on the rollups and the census check ('failed' since migration 20261206000000_census_failed). */
-export const WRITER_FLAG = "SET @idempotency_console_rollup_writer = 'failed'";
+/** The session variable the guard triggers on the rollups and the census check ('totals' since migrations 20261207100000_rollup_totals (PostgreSQL) and 20261207200000_rollup_totals (MySQL)). */
+export const WRITER_FLAG = "SET @idempotency_console_rollup_writer = 'totals'";
 export const WRITER_FLAG_OFF = "SET @idempotency_console_rollup_writer = NULL";
 
 const EPOCH = `TIMESTAMP '1970-01-01 00:00:00'`;
@@ -113,23 +113,38 @@ export function countsSql(plan: CountPlan, f: { operation?: string; scope?: stri
   const branches: string[] = [];
   for (const tier of plan.tiers) {
     for (const s of tier.spans) {
+      // Without a scope, the totals over every scope (ADR 0019): rows per operation and kind, not per scope as well.
       branches.push(
-        tier.grainSeconds === 60
-          ? grouped("r", "r.bucket", 60, "SUM(r.count)", `event_rollups r${where([...span("r.bucket", s), ...filters("r")])}`)
-          : grouped(
+        !f.scope
+          ? grouped(
               "r",
               "r.bucket",
               tier.grainSeconds,
               "SUM(r.count)",
-              `event_rollup_tiers r${where([`r.grain_seconds = ${tier.grainSeconds}`, ...span("r.bucket", s), ...filters("r")])}`,
-            ),
+              `event_rollup_totals r${where([`r.grain_seconds = ${tier.grainSeconds}`, ...span("r.bucket", s), ...filters("r")])}`,
+            )
+          : tier.grainSeconds === 60
+            ? grouped("r", "r.bucket", 60, "SUM(r.count)", `event_rollups r${where([...span("r.bucket", s), ...filters("r")])}`)
+            : grouped(
+                "r",
+                "r.bucket",
+                tier.grainSeconds,
+                "SUM(r.count)",
+                `event_rollup_tiers r${where([`r.grain_seconds = ${tier.grainSeconds}`, ...span("r.bucket", s), ...filters("r")])}`,
+              ),
       );
     }
   }
   if (plan.unrolled) {
     // Inside the rolled-up span: what the rollups do not hold yet.
     branches.push(
-      grouped("e", "e.occurred_at", null, "COUNT(*)", `idempotency_events e${where([`e.id > ${watermarkSql(STATE)}`, ...span("e.occurred_at", plan.unrolled), ...filters("e")])}`),
+      grouped(
+        "e",
+        "e.occurred_at",
+        null,
+        "COUNT(*)",
+        `idempotency_events e${where([`e.id > ${watermarkSql(STATE)}`, ...span("e.occurred_at", plan.unrolled), ...filters("e")])}`,
+      ),
       grouped(
         "e",
         "e.occurred_at",
@@ -224,18 +239,25 @@ export function mysqlRollupStore(ex: SqlExecutor): RollupStore {
         minutes.map((m) => [m.bucket, m.operation, m.scope, m.kind, m.n]),
       );
       // The coarse tiers: the same minutes re-binned (epoch-aligned, so each minute lies in one bucket of each).
+      // The totals over every scope (ADR 0019): every grain, the minute's too, without the scope.
       const tiers = new Map<string, unknown[]>();
-      for (const g of coarseGrains) {
+      const totals = new Map<string, unknown[]>();
+      const add = (into: Map<string, unknown[]>, row: unknown[], n: bigint) => {
+        const key = JSON.stringify(row.map((v) => (v instanceof Date ? v.getTime() : v)));
+        const have = into.get(key);
+        if (have) have[row.length] = (have[row.length] as bigint) + n;
+        else into.set(key, [...row, n]);
+      };
+      for (const g of [60, ...coarseGrains]) {
         const ms = g * 1000;
         for (const m of minutes) {
-          const bucket = Math.floor(m.bucket.getTime() / ms) * ms;
-          const key = JSON.stringify([g, bucket, m.operation, m.scope, m.kind]);
-          const row = tiers.get(key);
-          if (row) row[5] = (row[5] as bigint) + m.n;
-          else tiers.set(key, [g, new Date(bucket), m.operation, m.scope, m.kind, m.n]);
+          const bucket = new Date(Math.floor(m.bucket.getTime() / ms) * ms);
+          if (g !== 60) add(tiers, [g, bucket, m.operation, m.scope, m.kind], m.n);
+          add(totals, [g, bucket, m.operation, m.kind], m.n);
         }
       }
       await addCounts("event_rollup_tiers", ["grain_seconds", "bucket", "operation", "scope", "kind", "count"], [...tiers.values()]);
+      await addCounts("event_rollup_totals", ["grain_seconds", "bucket", "operation", "kind", "count"], [...totals.values()]);
       return minutes.reduce((s, m) => s + Number(m.n), 0);
     },
     async forgetFilledGaps() {
@@ -294,7 +316,7 @@ export function mysqlRollupStore(ex: SqlExecutor): RollupStore {
     },
 
     async clearRollups() {
-      await ex.exec(`DELETE FROM event_rollups; DELETE FROM event_rollup_tiers; DELETE FROM rollup_gaps;`);
+      await ex.exec(`DELETE FROM event_rollups; DELETE FROM event_rollup_tiers; DELETE FROM event_rollup_totals; DELETE FROM rollup_gaps;`);
       await ex.query(`INSERT INTO rollup_state (name, watermark) VALUES (?, 0) ON DUPLICATE KEY UPDATE watermark = 0, updated_at = UTC_TIMESTAMP(6)`, [STATE]);
     },
     async noteCensusVerified(driftRecords) {

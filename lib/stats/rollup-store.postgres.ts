@@ -17,7 +17,7 @@ const CENSUS_VERIFIED = "census_verified";
  * Set for its transaction by the only writers of the rollup tables and the record census
  * (checked by their guard trigger; the flag changes when what they keep does: 'failed' since migration 20261206000000_census_failed).
  */
-export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'failed', true)`;
+export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'totals', true)`;
 
 const EPOCH = `timestamptz '1970-01-01 00:00:00+00'`;
 
@@ -48,14 +48,21 @@ export function countsSql(plan: CountPlan, f: { operation?: string; scope?: stri
   const branches: string[] = [];
   for (const tier of plan.tiers) {
     for (const s of tier.spans) {
+      // Without a scope, the totals over every scope (ADR 0019): rows per operation and kind, not per scope as well.
       branches.push(
-        tier.grainSeconds === 60
-          ? `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollups r${where([...span("r.bucket", s), ...filters("r")])}`
-          : `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollup_tiers r${where([
+        !f.scope
+          ? `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollup_totals r${where([
               `r.grain_seconds = ${p.add(tier.grainSeconds)}::int`,
               ...span("r.bucket", s),
               ...filters("r"),
-            ])}`,
+            ])}`
+          : tier.grainSeconds === 60
+            ? `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollups r${where([...span("r.bucket", s), ...filters("r")])}`
+            : `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollup_tiers r${where([
+                `r.grain_seconds = ${p.add(tier.grainSeconds)}::int`,
+                ...span("r.bucket", s),
+                ...filters("r"),
+              ])}`,
       );
     }
   }
@@ -144,6 +151,12 @@ export function postgresRollupStore(ex: SqlExecutor): RollupStore {
              FROM agg a CROSS JOIN unnest($3::int[]) AS g(s)
             GROUP BY 1, 2, 3, 4, 5
            ON CONFLICT (grain_seconds, bucket, operation, scope, kind) DO UPDATE SET count = event_rollup_tiers.count + EXCLUDED.count
+         ), totals AS (
+           INSERT INTO event_rollup_totals (grain_seconds, bucket, operation, kind, count)
+           SELECT g.s, date_bin(make_interval(secs => g.s), a.bucket, timestamptz '1970-01-01 00:00:00+00'), a.operation, a.kind, sum(a.n)
+             FROM agg a CROSS JOIN unnest(array_prepend(60, $3::int[])) AS g(s)
+            GROUP BY 1, 2, 3, 4
+           ON CONFLICT (grain_seconds, bucket, operation, kind) DO UPDATE SET count = event_rollup_totals.count + EXCLUDED.count
          )
          SELECT COALESCE(sum(n), 0)::bigint AS n FROM agg`,
         [from, upTo, coarseGrains],
@@ -191,7 +204,7 @@ export function postgresRollupStore(ex: SqlExecutor): RollupStore {
     },
 
     async clearRollups() {
-      await ex.exec(`DELETE FROM event_rollups; DELETE FROM event_rollup_tiers; DELETE FROM rollup_gaps;`);
+      await ex.exec(`DELETE FROM event_rollups; DELETE FROM event_rollup_tiers; DELETE FROM event_rollup_totals; DELETE FROM rollup_gaps;`);
       await ex.query(
         `INSERT INTO rollup_state (name, watermark) VALUES ($1, 0)
        ON CONFLICT (name) DO UPDATE SET watermark = 0, updated_at = now()`,
