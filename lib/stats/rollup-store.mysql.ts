@@ -39,7 +39,7 @@ const SWEEP_STATE = "census_sweep";
 /** rollup_state row: when verifyRecordCensus last ran (updated_at) and how many records it was off by (watermark). */
 const CENSUS_VERIFIED = "census_verified";
 
-/** The session variable the guard triggers on the rollups and the census check ('totals' since migrations 20261207100000_rollup_totals (PostgreSQL) and 20261207200000_rollup_totals (MySQL)). */
+/** The session variable the guard triggers on the rollups and the census check ('totals' since migration 20261207100000_rollup_totals). */
 export const WRITER_FLAG = "SET @idempotency_console_rollup_writer = 'totals'";
 export const WRITER_FLAG_OFF = "SET @idempotency_console_rollup_writer = NULL";
 
@@ -84,14 +84,12 @@ export function eventCountsSql(f: EventRangeFilter, opts: CountOptions = {}): St
 
 /**
  * The statement of eventCountsSql for a plan made already (count-plan.ts). Parameters bind in
- * text order. Each branch groups its own rows (by bucket, operation and kind; without a step by
- * operation and kind) and the outer query adds the branches up: a UNION ALL is a derived table
- * MariaDB materializes, and its rows carry two VARCHAR(255) columns — 2 KB each in a memory
- * temporary table, so ten thousand rollup rows (one per scope) went to disk before they were
- * grouped (1M records, the 24-hour series: 32–38 → ~20 ms). A tier whose grain is the step
- * groups by its bucket as stored: with the rollups' primary keys in (…, bucket, operation, kind,
- * scope) order (migration 20261207100000_rollups_kind_before_scope) that grouping follows the
- * index, no temporary table at all.
+ * text order. Without a scope filter the rollups are read from their totals over every scope
+ * (event_rollup_totals, ADR 0019). Each branch groups its own rows (by bucket, operation and kind;
+ * without a step by operation and kind) and the outer query adds the branches up: a UNION ALL is a
+ * derived table MariaDB materializes, 2 KB a row in a memory temporary table (two VARCHAR(255)
+ * columns), which went to disk past ~8,000 rows. A tier whose grain is the step groups by its bucket
+ * as stored: on the totals' primary key (grain, bucket, operation, kind) that follows the key.
  */
 export function countsSql(plan: CountPlan, f: { operation?: string; scope?: string }, step?: number): Statement {
   const p = new Params(MYSQL);

@@ -15,7 +15,7 @@ const CENSUS_VERIFIED = "census_verified";
 
 /**
  * Set for its transaction by the only writers of the rollup tables and the record census
- * (checked by their guard trigger; the flag changes when what they keep does: 'failed' since migration 20261206000000_census_failed).
+ * (checked by their guard trigger; the flag changes when what they keep does: 'totals' since migration 20261207100000_rollup_totals).
  */
 export const WRITER_FLAG = `SELECT set_config('idempotency_console.rollup_writer', 'totals', true)`;
 

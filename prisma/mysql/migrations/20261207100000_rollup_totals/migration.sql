@@ -1,4 +1,4 @@
--- PostgreSQL's 20261207100000_rollup_totals (ADR 0019): the rollups over every scope, per grain
+-- PostgreSQL's migration of the same name (ADR 0019): the rollups over every scope, per grain
 -- (minute, 15 minutes, hour, day), bucket, operation and kind — the sum of event_rollups /
 -- event_rollup_tiers over their scopes. A read with no scope filter (the overview's series,
 -- countEvents, the metrics' totals) reads these rows, not one per scope. The key leads with what
