@@ -53,6 +53,7 @@ export interface ReadFloors {
   /** `n` new events spread over the last minute (the refresher's steady-state cost). */
   freshEvents(n: number): Statement;
   /** Rollup rows per tier. */
+  /** Per grain: the rollup rows (per scope) and the rows of the totals over every scope (ADR 0019). */
   tiers: string;
   /** 1 when the records table has a row (count(*) as a number in both dialects). */
   anyRecord: string;
@@ -226,8 +227,9 @@ const postgres: ReadFloors = {
       values: [n],
     };
   },
-  tiers: `SELECT 60 AS grain, count(*)::bigint AS rows FROM event_rollups
-          UNION ALL SELECT grain_seconds, count(*)::bigint FROM event_rollup_tiers GROUP BY 1 ORDER BY 1`,
+  tiers: `SELECT 60 AS grain, (SELECT count(*) FROM event_rollups)::bigint AS rows, count(*)::bigint AS totals FROM event_rollup_totals WHERE grain_seconds = 60
+          UNION ALL SELECT t.grain_seconds, count(*)::bigint, (SELECT count(*) FROM event_rollup_totals s WHERE s.grain_seconds = t.grain_seconds)::bigint
+            FROM event_rollup_tiers t GROUP BY 1 ORDER BY 1`,
   anyRecord: `SELECT count(*)::bigint AS n FROM (SELECT 1 FROM idempotency_records LIMIT 1) x`,
 };
 
@@ -408,8 +410,9 @@ const mysql: ReadFloors = {
       values: [],
     };
   },
-  tiers: `SELECT 60 AS grain, COUNT(*) AS \`rows\` FROM event_rollups
-          UNION ALL SELECT grain_seconds, COUNT(*) FROM event_rollup_tiers GROUP BY grain_seconds ORDER BY grain`,
+  tiers: `SELECT 60 AS grain, (SELECT COUNT(*) FROM event_rollups) AS \`rows\`, COUNT(*) AS totals FROM event_rollup_totals WHERE grain_seconds = 60
+          UNION ALL SELECT t.grain_seconds, COUNT(*), (SELECT COUNT(*) FROM event_rollup_totals s WHERE s.grain_seconds = t.grain_seconds)
+            FROM event_rollup_tiers t GROUP BY t.grain_seconds ORDER BY grain`,
   anyRecord: `SELECT COUNT(*) AS n FROM (SELECT 1 FROM idempotency_records LIMIT 1) x`,
 };
 

@@ -65,11 +65,13 @@ interface Args {
   seed: number;
   /** Event ids per refreshRollups transaction for the initial roll-up. */
   rollupBatch: number;
+  /** Each tenant but tenant:acme split into this many scopes (its records and their events): a console with thousands of scopes. */
+  scopesPerTenant: number;
   keep: boolean;
 }
 
 const USAGE =
-  "usage: npm run bench:read -- [--records N (default 10000000)] [--events-per-record N (3)] [--fill-concurrency N] [--runs N (3)] [--seed N] [--rollup-batch N (500000)] [--keep]";
+  "usage: npm run bench:read -- [--records N (default 10000000)] [--events-per-record N (3)] [--fill-concurrency N] [--runs N (3)] [--seed N] [--rollup-batch N (500000)] [--scopes-per-tenant N (1)] [--keep]";
 
 function parseArgs(argv: string[]): Args {
   const defaults: Args = {
@@ -79,6 +81,7 @@ function parseArgs(argv: string[]): Args {
     runs: 3,
     seed: 1,
     rollupBatch: 500_000,
+    scopesPerTenant: 1,
     keep: false,
   };
   const numeric: Record<string, keyof Args> = {
@@ -88,6 +91,7 @@ function parseArgs(argv: string[]): Args {
     "--runs": "runs",
     "--seed": "seed",
     "--rollup-batch": "rollupBatch",
+    "--scopes-per-tenant": "scopesPerTenant",
   };
   return parseBenchArgs(argv, defaults, numeric, USAGE, ["seed"]);
 }
@@ -367,6 +371,15 @@ async function main(): Promise<number> {
               console.log(`  batch ${p.batch}/${p.batches}: ${fmt(p.records)} records, ${fmt(p.events)} events, ${(p.elapsedMs / 1000).toFixed(1)} s`);
           },
         });
+        if (args.scopesPerTenant > 1) {
+          // Scope = tenant#n: a record and its events keep one scope; tenant:acme stays whole (the scope filter's case).
+          const n = args.scopesPerTenant;
+          await db.sql.query(`UPDATE idempotency_records SET scope = concat(scope, '#', id % ${n}) WHERE scope <> 'tenant:acme'`);
+          await db.sql.query(
+            `UPDATE idempotency_events SET scope = concat(scope, '#', record_id % ${n}) WHERE scope <> 'tenant:acme' AND record_id IS NOT NULL`,
+          );
+          console.log(`  every tenant but tenant:acme split into ${fmt(n)} scopes (tenant#0 … tenant#${n - 1}, by record id)`);
+        }
       });
       console.log(
         `loaded ${fmt(fill.records)} records + ${fmt(fill.events)} events in ${(fill.elapsedMs / 1000).toFixed(1)} s; status mix ${JSON.stringify(fill.byStatus)}`,
@@ -401,14 +414,16 @@ async function main(): Promise<number> {
     const [size] = await db.sql.query<{ records: bigint; events: bigint }>(
       `SELECT (SELECT count(*) FROM idempotency_records) AS records, (SELECT count(*) FROM idempotency_events) AS events`,
     );
-    const tiers = await db.sql.query<{ grain: number; rows: bigint }>(floors.tiers);
+    const tiers = await db.sql.query<{ grain: number; rows: bigint; totals: bigint }>(floors.tiers);
     const settled = db.dialect.name === "mysql" ? checkpoint : `VACUUM (ANALYZE) + ${checkpoint}`;
     console.log(`${settled}: ${((performance.now() - t) / 1000).toFixed(1)} s; database ${await databaseSize(db)}`);
-    console.log(`rows: ${fmt(Number(size.records))} records, ${fmt(Number(size.events))} events; rollup rows per tier (operation × scope × kind per bucket):`);
+    console.log(
+      `rows: ${fmt(Number(size.records))} records, ${fmt(Number(size.events))} events; rollup rows per tier (operation × scope × kind per bucket), and over every scope (operation × kind per bucket: what a read without a scope filter reads, ADR 0019):`,
+    );
     for (const r of tiers) {
       const name = { 60: "minute", 900: "15 minutes", 3600: "hour", 86400: "day" }[Number(r.grain)] ?? `${r.grain} s`;
       console.log(
-        `  ${name.padEnd(10)} ${fmt(Number(r.rows)).padStart(11)} rows, ${(Number(size.events) / Math.max(1, Number(r.rows))).toFixed(1)} events per row`,
+        `  ${name.padEnd(10)} ${fmt(Number(r.rows)).padStart(11)} rows, ${(Number(size.events) / Math.max(1, Number(r.rows))).toFixed(1)} events per row; over every scope ${fmt(Number(r.totals)).padStart(9)} rows`,
       );
     }
 

@@ -36,7 +36,7 @@ export function trafficSql(range: Range): Statement {
           WHERE r.grain_seconds = 3600 AND r.bucket >= ${ts(lo)} AND r.bucket < ${ts(hi)}`;
       case "unrolled":
         return `SELECT e.scope, e.operation, e.kind, 1::bigint AS n FROM idempotency_events e
-        WHERE e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events')
+        WHERE e.id > rollup_watermark('events')
           AND e.occurred_at >= ${ts(lo)} AND e.occurred_at < ${ts(hi)}`;
     }
   });

@@ -29,7 +29,7 @@ export const RECORD_PROTECTION_SQL: Record<RecordProtection, (r: string) => stri
   outbox: (r) => `EXISTS (SELECT 1 FROM outbox_messages o WHERE o.record_id = ${r}.id AND o.status NOT IN ('sent', 'failed'))`,
 };
 
-const ROLLUP_WATERMARK = `COALESCE((SELECT s.watermark FROM rollup_state s WHERE s.name = 'events'), 0)`;
+const ROLLUP_WATERMARK = `rollup_watermark('events')`;
 
 /** Each protection of an event aliased `e`; in EVENT_PROTECTIONS' order. */
 export const EVENT_PROTECTION_SQL: Record<EventProtection, (e: string) => string> = {

@@ -68,13 +68,15 @@ export function countsSql(plan: CountPlan, f: { operation?: string; scope?: stri
   }
   if (plan.unrolled) {
     // Inside the rolled-up span: what the rollups do not hold yet — the events past the watermark,
-    // read by id behind a fence (OFFSET 0). The planner cannot see the watermark (a subquery: a third
-    // of the table, it guesses), and where ids ascend with time, as writers leave them, it chose the
-    // occurred_at range instead: 24 h of events (841k at 5M records) read for none (docs/scale.md).
+    // read by id behind a fence (OFFSET 0), the watermark a STABLE function the planner can see
+    // (migration 20261207110000_rollup_watermark). As a subquery it guessed a third of the table
+    // above it, and chose the occurred_at range (24 h of events, 841k at 5M records, read for none)
+    // or, where ids no longer follow the table's order (after a purge freed space), a sequential
+    // scan of every event (docs/scale.md).
     branches.push(
       `SELECT e.occurred_at AS t, e.operation, e.kind, 1::bigint AS n FROM (
           SELECT e.occurred_at, e.operation, e.scope, e.kind FROM idempotency_events e
-           WHERE e.id > (SELECT COALESCE(max(s.watermark), 0) FROM rollup_state s WHERE s.name = 'events') OFFSET 0
+           WHERE e.id > rollup_watermark('events') OFFSET 0
         ) e${where([...span("e.occurred_at", plan.unrolled), ...filters("e")])}`,
       `SELECT e.occurred_at AS t, e.operation, e.kind, 1::bigint AS n FROM rollup_gaps g JOIN idempotency_events e ON e.id = g.event_id${where([
         ...span("e.occurred_at", plan.unrolled),
