@@ -4,7 +4,7 @@
  * the tiers; rollup-store.postgres.ts turns a plan into one statement).
  */
 
-/** The tiers, finest first; each grain divides the next. 60 = event_rollups, the rest event_rollup_tiers. */
+/** The tiers, finest first; each grain divides the next. 60 = event_rollups, the rest event_rollup_tiers (without a scope filter, event_rollup_totals holds every grain: ADR 0019). */
 export const ROLLUP_GRAINS = [60, 900, 3600, 86400] as const;
 export const COARSE_GRAINS = ROLLUP_GRAINS.slice(1);
 

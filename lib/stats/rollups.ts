@@ -19,9 +19,11 @@ export { COARSE_GRAINS, planCounts, ROLLUP_GRAINS, type CountPlan, type EventCou
  * Rollups of idempotency_events by (operation, scope, kind), kept incrementally from an
  * id watermark, in tiers:
  * - minute: event_rollups (one row per minute × operation × scope × kind);
- * - 15 minutes, hour, day: event_rollup_tiers (grain_seconds 900 / 3600 / 86400).
- * One refresh statement adds the same new events to every tier (the coarse tiers are the
- * minute counts re-binned), from the same watermark, in the same transaction as the
+ * - 15 minutes, hour, day: event_rollup_tiers (grain_seconds 900 / 3600 / 86400);
+ * - over every scope: event_rollup_totals (every grain, the minute's too, without the scope):
+ *   what a count without a scope filter reads, so it does not grow with the scopes (ADR 0019).
+ * One refresh statement adds the same new events to every tier (the coarse tiers and the
+ * totals are the minute counts re-binned), from the same watermark, in the same transaction as the
  * watermark moves: every tier always covers exactly the same events. Buckets are UTC and
  * aligned from the epoch, so a coarse bucket is a whole number of minute buckets and lies
  * inside one chart bucket of any step it divides (lib/stats/overview.ts uses date_bin).
