@@ -15,6 +15,17 @@ export interface EventCountFilter {
   scope?: string;
 }
 
+/**
+ * Which table holds a tier's counts: without a scope filter the totals over every scope (every
+ * grain, ADR 0019); with one, the minute tier (event_rollups, no grain column) or the coarser
+ * tiers (event_rollup_tiers), a row per scope. `byGrain`: the table holds several grains, so a
+ * read names the grain.
+ */
+export function rollupSource(grainSeconds: number, scoped: boolean): { table: string; byGrain: boolean } {
+  if (!scoped) return { table: "event_rollup_totals", byGrain: true };
+  return grainSeconds === 60 ? { table: "event_rollups", byGrain: false } : { table: "event_rollup_tiers", byGrain: true };
+}
+
 /** A range to count in: [from, to); an absent bound is open (no from/to: all time). */
 export interface EventRangeFilter {
   from?: Date | null;

@@ -2,7 +2,7 @@ import { MYSQL } from "../db/dialect";
 import { sessionLock, sessionUnlock, transactionLock } from "../db/locks";
 import { Params, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import { countPlan, type CountOptions, type CountPlan, type EventRangeFilter, type Span } from "./count-plan";
+import { countPlan, rollupSource, type CountOptions, type CountPlan, type EventRangeFilter, type Span } from "./count-plan";
 import type { RollupStore } from "./rollup-store";
 
 /**
@@ -111,25 +111,10 @@ export function countsSql(plan: CountPlan, f: { operation?: string; scope?: stri
   const branches: string[] = [];
   for (const tier of plan.tiers) {
     for (const s of tier.spans) {
-      // Without a scope, the totals over every scope (ADR 0019): rows per operation and kind, not per scope as well.
+      const source = rollupSource(tier.grainSeconds, Boolean(f.scope));
+      const grain = source.byGrain ? [`r.grain_seconds = ${tier.grainSeconds}`] : [];
       branches.push(
-        !f.scope
-          ? grouped(
-              "r",
-              "r.bucket",
-              tier.grainSeconds,
-              "SUM(r.count)",
-              `event_rollup_totals r${where([`r.grain_seconds = ${tier.grainSeconds}`, ...span("r.bucket", s), ...filters("r")])}`,
-            )
-          : tier.grainSeconds === 60
-            ? grouped("r", "r.bucket", 60, "SUM(r.count)", `event_rollups r${where([...span("r.bucket", s), ...filters("r")])}`)
-            : grouped(
-                "r",
-                "r.bucket",
-                tier.grainSeconds,
-                "SUM(r.count)",
-                `event_rollup_tiers r${where([`r.grain_seconds = ${tier.grainSeconds}`, ...span("r.bucket", s), ...filters("r")])}`,
-              ),
+        grouped("r", "r.bucket", tier.grainSeconds, "SUM(r.count)", `${source.table} r${where([...grain, ...span("r.bucket", s), ...filters("r")])}`),
       );
     }
   }

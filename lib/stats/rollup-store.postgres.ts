@@ -1,7 +1,7 @@
 import { sessionLock, sessionUnlock, transactionLock } from "../db/locks";
 import { paramList, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
-import { countPlan, type CountOptions, type CountPlan, type EventRangeFilter, type Span } from "./count-plan";
+import { countPlan, rollupSource, type CountOptions, type CountPlan, type EventRangeFilter, type Span } from "./count-plan";
 import type { RollupStore } from "./rollup-store";
 
 /** rollup_state row: every event with an id at or below it is in the rollups (their watermark), or a gap. */
@@ -48,21 +48,13 @@ export function countsSql(plan: CountPlan, f: { operation?: string; scope?: stri
   const branches: string[] = [];
   for (const tier of plan.tiers) {
     for (const s of tier.spans) {
-      // Without a scope, the totals over every scope (ADR 0019): rows per operation and kind, not per scope as well.
+      const source = rollupSource(tier.grainSeconds, Boolean(f.scope));
       branches.push(
-        !f.scope
-          ? `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollup_totals r${where([
-              `r.grain_seconds = ${p.add(tier.grainSeconds)}::int`,
-              ...span("r.bucket", s),
-              ...filters("r"),
-            ])}`
-          : tier.grainSeconds === 60
-            ? `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollups r${where([...span("r.bucket", s), ...filters("r")])}`
-            : `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM event_rollup_tiers r${where([
-                `r.grain_seconds = ${p.add(tier.grainSeconds)}::int`,
-                ...span("r.bucket", s),
-                ...filters("r"),
-              ])}`,
+        `SELECT r.bucket AS t, r.operation, r.kind, r.count AS n FROM ${source.table} r${where([
+          ...(source.byGrain ? [`r.grain_seconds = ${p.add(tier.grainSeconds)}::int`] : []),
+          ...span("r.bucket", s),
+          ...filters("r"),
+        ])}`,
       );
     }
   }
