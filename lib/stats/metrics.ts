@@ -34,7 +34,8 @@ import { addRedisMetrics, latestRedisCensuses, type RedisCensusEntry } from "../
  * Each scrape builds its own Registry (never the global default one): concurrent
  * scrapes cannot mix values, and no process-level metrics leak in.
  *
- * The statements: store.ts (StatsStore.metrics) and store.postgres.ts (metricsSql).
+ * The statements: store.ts (StatsStore.metrics; the set, metricsStatements), each dialect's
+ * builders in store.postgres.ts and store.mysql.ts.
  */
 
 export interface MetricsOptions {

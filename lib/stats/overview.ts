@@ -45,8 +45,8 @@ import { isoTime, optional, resolveRange } from "../kernel/input";
  * other. Not on the embedded PGlite: it is one connection shared by every request, and a
  * BEGIN there would sweep other requests' statements into this read-only transaction.
  *
- * The statements: store.ts (StatsStore.overview), store.postgres.ts (overviewSql) and
- * store.mysql.ts.
+ * The statements: store.ts (StatsStore.overview; the set, overviewStatements), each dialect's
+ * builders in store.postgres.ts and store.mysql.ts.
  */
 
 const HOUR_MS = 3_600_000;
@@ -281,8 +281,8 @@ export async function inSnapshot<T>(session: SqlExecutor, snapshot: boolean, fn:
 }
 
 /**
- * What the overview reads for `input` at `now` (the store runs it: store.postgres.ts
- * overviewSql, also for bench/read-side.ts's EXPLAIN).
+ * What the overview reads for `input` at `now` (the store runs it: store.ts overviewStatements,
+ * also for bench/read-side.ts's EXPLAIN).
  */
 export function overviewReads(input: OverviewInput, now: Date, thresholds: StuckThresholds): OverviewReads {
   const stepSeconds = seriesStep(input.from, input.to).seconds;

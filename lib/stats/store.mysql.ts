@@ -23,6 +23,9 @@ import {
   type ExpiredPart,
   type ExpiredRow,
   type MetricsReads,
+  metricsStatements,
+  overviewStatements,
+  type StatsStatementBuilders,
   type OverviewReads,
   type RecordFilter,
   type RollupStateRow,
@@ -158,34 +161,25 @@ export const ROLLUP_STATE_SQL = `SELECT COALESCE(s.watermark, 0) AS watermark, s
  */
 export const OPEN_ITEM_COST: number = 1;
 
-/** Every statement the overview runs, by name (the scope's pass replaces the census and the status counts). */
-export function overviewSql(r: OverviewReads) {
-  const f = r.filters;
-  return {
-    totals: recordTotalsSql(r),
-    active: activeByOperationSql(f, r.thresholds, r.now, r.pendingAgeBounds),
-    open: openReconciliationSql(f),
-    ...(f.scope ? { openUnfiltered: openReconciliationSql({}), openFromRecords: openReconciliationSql(f, "records") } : {}),
-    series: countsSql(r.series.plan, f, r.series.stepSeconds),
-    rollup: plain(ROLLUP_STATE_SQL),
-    operations: plain(KNOWN_OPERATIONS_SQL),
-    scopes: plain(KNOWN_SCOPES_SQL),
-    departures: plain(DEPARTURES_SQL),
-    census: plain(CENSUS_STATE_SQL),
-  };
-}
+/** This dialect's builders of the overview's and a metrics scrape's statements (store.ts). */
+const STATEMENT_BUILDERS: StatsStatementBuilders = {
+  recordTotalsSql,
+  activeByOperationSql,
+  openReconciliationSql,
+  countsSql,
+  recordCensusSql,
+  rollupState: ROLLUP_STATE_SQL,
+  knownOperations: KNOWN_OPERATIONS_SQL,
+  knownScopes: KNOWN_SCOPES_SQL,
+  departures: DEPARTURES_SQL,
+  censusState: CENSUS_STATE_SQL,
+};
 
-/** Every statement a metrics scrape runs, by name. */
-export function metricsSql(r: MetricsReads) {
-  return {
-    operations: plain(KNOWN_OPERATIONS_SQL),
-    active: activeByOperationSql({}, r.thresholds, r.now),
-    expired: recordCensusSql(r.expired, { now: r.now }),
-    open: openReconciliationSql({}),
-    totals: countsSql(r.allTime, {}),
-    rollup: plain(ROLLUP_STATE_SQL),
-  };
-}
+/** Every statement the overview runs, by name, in order (store.ts overviewStatements). */
+export const overviewSql = (r: OverviewReads) => overviewStatements(STATEMENT_BUILDERS, r);
+
+/** Every statement a metrics scrape runs, by name, in order (store.ts metricsStatements). */
+export const metricsSql = (r: MetricsReads) => metricsStatements(STATEMENT_BUILDERS, r);
 
 /** A JSON member as text, NULL when absent or JSON null (PostgreSQL's `->>`). `key` is a constant. */
 const jsonText = (column: string, key: string) =>

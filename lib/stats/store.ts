@@ -1,10 +1,12 @@
 import { byDialect } from "../db/dialect";
+import { plain, type Statement } from "../db/params";
 import type { SqlExecutor } from "../db/sql";
 import type { StuckThresholds } from "../records/config";
 import type { PolicyRule } from "../retention/rules";
 import type { ConflictEvent, ConflictsInput } from "./conflicts";
 import type { CountPlan } from "./count-plan";
-import type { DepartureRow, ExpiryInterval } from "./census-store";
+import type { CensusCountOptions, DepartureRow, ExpiryInterval } from "./census-store";
+import type { OpenItemsFrom } from "./open-items";
 import type { EventCountsRow } from "./rollup-store";
 import { mysqlStatsStore } from "./store.mysql";
 import { postgresStatsStore } from "./store.postgres";
@@ -222,6 +224,53 @@ export const EXPIRED_PART_STATUSES: Record<ExpiredPart, string> = {
  * conflicts and the expiry screens. What they show and how the rows become numbers is
  * their modules' (overview.ts, metrics.ts, conflicts.ts, expiry.ts).
  */
+/** One dialect's statement builders for the overview and a metrics scrape (store.postgres.ts, store.mysql.ts). */
+export interface StatsStatementBuilders {
+  recordTotalsSql(r: Pick<OverviewReads, "filters" | "recordIntervals" | "now">): Statement;
+  activeByOperationSql(f: RecordFilter, t: StuckThresholds, now: Date, ageBounds?: readonly number[]): Statement;
+  openReconciliationSql(f: RecordFilter, from?: OpenItemsFrom): Statement;
+  countsSql(plan: CountPlan, f: RecordFilter, step?: number): Statement;
+  recordCensusSql(intervals: readonly ExpiryInterval[], f?: CensusCountOptions): Statement;
+  rollupState: string;
+  knownOperations: string;
+  knownScopes: string;
+  departures: string;
+  censusState: string;
+}
+
+/**
+ * Every statement the overview runs, by name, in order — the same set on every dialect (also for
+ * bench/read-side.ts's EXPLAIN). With a scope, the scope's pass replaces the census and the status
+ * counts, and the open items are counted from whichever side is smaller (open-items.ts).
+ */
+export function overviewStatements(b: StatsStatementBuilders, r: OverviewReads) {
+  const f = r.filters;
+  return {
+    totals: b.recordTotalsSql(r),
+    active: b.activeByOperationSql(f, r.thresholds, r.now, r.pendingAgeBounds),
+    open: b.openReconciliationSql(f),
+    ...(f.scope ? { openUnfiltered: b.openReconciliationSql({}), openFromRecords: b.openReconciliationSql(f, "records") } : {}),
+    series: b.countsSql(r.series.plan, f, r.series.stepSeconds),
+    rollup: plain(b.rollupState),
+    operations: plain(b.knownOperations),
+    scopes: plain(b.knownScopes),
+    departures: plain(b.departures),
+    census: plain(b.censusState),
+  };
+}
+
+/** Every statement a metrics scrape runs, by name, in order — the same set on every dialect. */
+export function metricsStatements(b: StatsStatementBuilders, r: MetricsReads) {
+  return {
+    operations: plain(b.knownOperations),
+    active: b.activeByOperationSql({}, r.thresholds, r.now),
+    expired: b.recordCensusSql(r.expired, { now: r.now }),
+    open: b.openReconciliationSql({}),
+    totals: b.countsSql(r.allTime, {}),
+    rollup: plain(b.rollupState),
+  };
+}
+
 export interface StatsStore {
   /**
    * The planner settings every read-side snapshot runs under (its first statement, scoped to
